@@ -1,0 +1,16 @@
+//! Sans-IO engines for the iWARP protocol suite.
+//!
+//! This crate holds the wire formats and the protocol state machines of
+//! iWARP: MPA framing (RFC 5044, its drafts and RFC 6581), DDP (RFC 5041),
+//! RDMAP (RFC 5040) and the memory-protection model they rely on. Nothing
+//! here owns a socket, spawns a thread or reads a clock: bytes and time come
+//! in as values, bytes and events go out, in the style of `quinn-proto`.
+//! The `iwarp` crate drives these engines over real TCP sockets.
+//!
+//! Normative text is cited where it is implemented, as
+//! `RFC 5044 §7.1.2 rule 4` or `draft-ietf-rddp-mpa-01 §5.1`, so that a reader
+//! can go from a requirement to its code and its tests.
+
+#![forbid(unsafe_code)]
+
+pub mod mpa;

@@ -1,0 +1,13 @@
+//! MPA: Marker PDU Aligned framing for TCP.
+//!
+//! MPA turns the TCP byte stream into a sequence of framed PDUs (FPDUs),
+//! each carrying one ULPDU handed down by DDP, protected by a CRC32c and,
+//! when the receiver asked for them, interleaved with markers every 512
+//! octets of the stream. Before framing starts, the two ends exchange
+//! startup frames (MPA Request and Reply) that settle the revision, CRC and
+//! marker use and carry private data.
+//!
+//! Submodules: [`crc`] (CRC32c), [`mulpdu`] (largest ULPDU per FPDU).
+
+pub mod crc;
+pub mod mulpdu;

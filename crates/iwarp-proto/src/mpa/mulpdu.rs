@@ -1,0 +1,85 @@
+//! MULPDU: the largest ULPDU that fits one FPDU in one TCP segment.
+//!
+//! draft-ietf-rddp-mpa-01 §5.3.2 (unchanged in RFC 5044 §4.5) gives the
+//! formulas, worst case for markers:
+//!
+//! - with markers: `EMSS - (6 + 4 * ceil(EMSS / 512) + EMSS mod 4)`
+//! - without markers: `EMSS - (6 + EMSS mod 4)`
+//!
+//! and two bounds: MULPDU is never below 128 octets, and no ULPDU may
+//! exceed 64768 octets (§3.2), which is also the most DDP may post.
+
+/// The smallest MULPDU MPA may offer (draft-ietf-rddp-mpa-01 §5.3.2).
+pub const MIN_MULPDU: usize = 128;
+
+/// The largest ULPDU a sender may post (draft-ietf-rddp-mpa-01 §3.2).
+pub const MAX_ULPDU: usize = 64768;
+
+/// EMSS assumed when the TCP stack cannot report one (§3.1.1).
+pub const DEFAULT_EMSS: usize = 1460;
+
+/// The MULPDU for an effective maximum segment size `emss`, with or without
+/// markers in the direction of transmission, clamped to
+/// [`MIN_MULPDU`]..=[`MAX_ULPDU`].
+pub const fn mulpdu(emss: usize, markers: bool) -> usize {
+    let overhead = if markers {
+        6 + 4 * emss.div_ceil(512) + emss % 4
+    } else {
+        6 + emss % 4
+    };
+    let raw = emss.saturating_sub(overhead);
+    if raw < MIN_MULPDU {
+        MIN_MULPDU
+    } else if raw > MAX_ULPDU {
+        MAX_ULPDU
+    } else {
+        raw
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ethernet_emss() {
+        // 1460 without markers: 1460 - 6 - 0.
+        assert_eq!(mulpdu(1460, false), 1454);
+        // With markers: ceil(1460/512) = 3 markers, 1460 - (6 + 12 + 0).
+        assert_eq!(mulpdu(1460, true), 1442);
+        // 1448 (timestamps on): 1448 - 6; with markers 1448 - 6 - 12.
+        assert_eq!(mulpdu(1448, false), 1442);
+        assert_eq!(mulpdu(1448, true), 1430);
+        // An EMSS that is not a multiple of 4 loses the remainder too.
+        assert_eq!(mulpdu(1459, false), 1459 - 6 - 3);
+        assert_eq!(mulpdu(1459, true), 1459 - (6 + 12 + 3));
+    }
+
+    #[test]
+    fn never_below_128_never_above_64768() {
+        for emss in 0..200 {
+            assert!(mulpdu(emss, true) >= MIN_MULPDU);
+            assert!(mulpdu(emss, false) >= MIN_MULPDU);
+        }
+        assert_eq!(mulpdu(100, false), MIN_MULPDU);
+        assert_eq!(mulpdu(65483, false), MAX_ULPDU);
+        assert_eq!(mulpdu(65483, true), MAX_ULPDU);
+    }
+
+    #[test]
+    fn fpdu_of_mulpdu_fits_emss() {
+        // The point of the formula: an FPDU built from a MULPDU-sized
+        // ULPDU, with its worst-case markers, fits in one segment.
+        for emss in 140..=9000usize {
+            for markers in [false, true] {
+                let m = mulpdu(emss, markers);
+                let fpdu = 2 + m + (4 - (2 + m) % 4) % 4 + 4;
+                let worst_markers = if markers { 4 * fpdu.div_ceil(512) } else { 0 };
+                assert!(
+                    fpdu + worst_markers <= emss,
+                    "emss {emss} markers {markers}"
+                );
+            }
+        }
+    }
+}
