@@ -7,7 +7,10 @@
 //! startup frames (MPA Request and Reply) that settle the revision, CRC and
 //! marker use and carry private data.
 //!
-//! Submodules: [`crc`] (CRC32c), [`mulpdu`] (largest ULPDU per FPDU).
-
 pub mod crc;
+mod error_code;
 pub mod mulpdu;
+mod params;
+
+pub use error_code::LlpErrorCode;
+pub use params::FramingParams;

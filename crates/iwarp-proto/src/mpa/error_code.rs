@@ -1,0 +1,60 @@
+//! MPA error codes, as a Terminate message carries them.
+//!
+//! RFC 5044 §8 lists codes 1 to 4; RFC 6581 §9 adds 5 to 7. In a
+//! Terminate message they appear with layer 2 (LLP), error type 0.
+
+/// An MPA (LLP layer) error code for the Terminate message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum LlpErrorCode {
+    /// TCP connection closed, terminated or lost (RFC 5044 §8 code 1).
+    ConnectionLost = 0x01,
+    /// Received MPA CRC does not match the calculated value (code 2).
+    CrcError = 0x02,
+    /// A marker and the ULPDU lengths disagree on where an FPDU starts (code 3).
+    MarkerMismatch = 0x03,
+    /// Invalid MPA Request or Reply frame (code 4).
+    InvalidStartupFrame = 0x04,
+    /// Local catastrophic error (RFC 6581, code 5).
+    LocalCatastrophic = 0x05,
+    /// The initiator's IRD is less than the responder's ORD (RFC 6581, code 6).
+    InsufficientIrd = 0x06,
+    /// No ready-to-receive (RTR) model both ends support (RFC 6581, code 7).
+    NoMatchingRtr = 0x07,
+}
+
+impl LlpErrorCode {
+    /// The code octet as it appears on the wire.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The code for an octet read from the wire, if it is a known one.
+    pub const fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            0x01 => Self::ConnectionLost,
+            0x02 => Self::CrcError,
+            0x03 => Self::MarkerMismatch,
+            0x04 => Self::InvalidStartupFrame,
+            0x05 => Self::LocalCatastrophic,
+            0x06 => Self::InsufficientIrd,
+            0x07 => Self::NoMatchingRtr,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for code in 0..=255u8 {
+            match LlpErrorCode::from_code(code) {
+                Some(c) => assert_eq!(c.code(), code),
+                None => assert!(code == 0 || code > 7),
+            }
+        }
+    }
+}
