@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 
+pub mod ddp;
 pub mod framing;
 pub mod memory;
 pub mod mpa;
