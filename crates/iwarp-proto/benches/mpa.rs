@@ -6,7 +6,8 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use iwarp_proto::framing::UlpduSink;
-use iwarp_proto::mpa::{crc, FpduBatch, FpduReceiver, FpduTransmitter, FramingParams};
+use iwarp_proto::framing::WireBatch;
+use iwarp_proto::mpa::{crc, FpduReceiver, FpduTransmitter, FramingParams};
 
 const SIZES: [(usize, &str); 4] = [
     (64, "64B"),
@@ -40,7 +41,7 @@ fn bench_transmit(c: &mut Criterion) {
             let header = [0x41u8; 18];
             let payload = vec![0x5au8; size - 18.min(size)];
             let mut tx = FpduTransmitter::new(params(markers));
-            let mut batch = FpduBatch::new();
+            let mut batch = WireBatch::new();
             group.throughput(Throughput::Bytes(size as u64));
             let id = BenchmarkId::new(if markers { "markers" } else { "no_markers" }, name);
             group.bench_function(id, |b| {
@@ -88,7 +89,7 @@ fn bench_receive(c: &mut Criterion) {
             let count = (1 << 20) / size + 1;
             let ulpdu = vec![0x5au8; size];
             let mut tx = FpduTransmitter::new(params(markers));
-            let mut batch = FpduBatch::new();
+            let mut batch = WireBatch::new();
             let mut wire = Vec::new();
             for _ in 0..count {
                 batch.clear();

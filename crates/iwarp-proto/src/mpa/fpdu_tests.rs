@@ -3,7 +3,7 @@
 //! random ULPDUs, chunkings and stream offsets.
 
 use super::*;
-use crate::framing::{CollectUlpdus, FeedError};
+use crate::framing::{CollectUlpdus, FeedError, WireBatch};
 use proptest::prelude::*;
 
 fn hex(s: &str) -> Vec<u8> {
@@ -23,7 +23,7 @@ const CRC_ONLY: FramingParams = FramingParams {
 
 /// Frames each ULPDU in turn and returns the stream.
 fn transmit(tx: &mut FpduTransmitter, ulpdus: &[Vec<u8>]) -> Vec<u8> {
-    let mut batch = FpduBatch::new();
+    let mut batch = WireBatch::new();
     let mut wire = Vec::new();
     for u in ulpdus {
         batch.clear();
@@ -245,7 +245,7 @@ fn nothing_passes_after_an_error() {
 fn responder_holds_its_first_fpdu() {
     let mut tx = FpduTransmitter::new(CRC_ONLY);
     tx.hold_until_first_fpdu();
-    let mut batch = FpduBatch::new();
+    let mut batch = WireBatch::new();
     assert_eq!(
         tx.frame(&[b"x"], &mut batch),
         Err(TxError::AwaitingFirstFpdu)
@@ -253,14 +253,14 @@ fn responder_holds_its_first_fpdu() {
     assert!(batch.is_empty());
     tx.release();
     tx.frame(&[b"x"], &mut batch).unwrap();
-    assert_eq!(batch.fpdu_count(), 1);
+    assert_eq!(batch.pdu_count(), 1);
 }
 
 #[test]
 fn oversized_ulpdu_is_refused() {
     let mut tx = FpduTransmitter::new(CRC_ONLY);
     let big = vec![0u8; 65536];
-    let mut batch = FpduBatch::new();
+    let mut batch = WireBatch::new();
     assert_eq!(
         tx.frame(&[&big], &mut batch),
         Err(TxError::UlpduTooLong { len: 65536 })
@@ -277,7 +277,7 @@ fn batch_of_several_fpdus_uses_slice_indices_across_calls() {
         &[3u8; 18][..],
         &[4u8; 5][..],
     );
-    let mut batch = FpduBatch::new();
+    let mut batch = WireBatch::new();
     tx.frame(&[h1, p1], &mut batch).unwrap();
     tx.frame(&[h2, p2], &mut batch).unwrap();
     assert_eq!(batch.slice_count(), 4);
@@ -379,7 +379,7 @@ proptest! {
             let mut probe = tx.clone();
             ulpdus.iter().map(|u| {
                 let n = probe.wire_len(u.len());
-                let mut b = FpduBatch::new();
+                let mut b = WireBatch::new();
                 probe.frame(&[u], &mut b).unwrap();
                 n
             }).sum()

@@ -2,7 +2,7 @@
 //!
 //! The transmitter never copies a ULPDU. The caller passes the ULPDU as a
 //! list of slices (typically a DDP header and payload borrowed from
-//! registered memory) and gets back, in an [`FpduBatch`], the wire octets
+//! registered memory) and gets back, in an [`WireBatch`], the wire octets
 //! of the FPDU as an ordered list of pieces: small framing octets owned by
 //! the batch (ULPDU_Length, markers, pad, CRC) and ranges of the caller's
 //! slices, split wherever a marker falls. The runtime turns the pieces into
@@ -14,6 +14,7 @@ use super::error::TxError;
 use super::fpdu::{pad_len, CRC_LEN, MAX_ULPDU_LEN, PAD};
 use super::marker::{self, MARKER_LEN};
 use super::FramingParams;
+use crate::framing::WireBatch;
 
 /// Frames ULPDUs into FPDUs for one half-connection.
 #[derive(Debug, Clone)]
@@ -104,9 +105,9 @@ impl FpduTransmitter {
     ///
     /// The batch records ranges of the slices by index, counted across every
     /// FPDU appended since the batch was last cleared: to write the batch,
-    /// pass [`FpduBatch::pieces`] all the slices of all those ULPDUs, in
+    /// pass [`WireBatch::pieces`] all the slices of all those ULPDUs, in
     /// order.
-    pub fn frame(&mut self, ulpdu: &[&[u8]], batch: &mut FpduBatch) -> Result<(), TxError> {
+    pub fn frame(&mut self, ulpdu: &[&[u8]], batch: &mut WireBatch) -> Result<(), TxError> {
         if self.held {
             return Err(TxError::AwaitingFirstFpdu);
         }
@@ -129,11 +130,10 @@ impl FpduTransmitter {
         w.header_offset = w.offset;
         let header = (ulpdu_len as u16).to_be_bytes();
         w.control(&header);
-        let first_slice = w.batch.slices;
+        let first_slice = w.batch.add_slices(ulpdu.len());
         for (i, slice) in ulpdu.iter().enumerate() {
             w.ulpdu_slice(first_slice + i, slice);
         }
-        w.batch.slices += ulpdu.len();
         w.control(&PAD[..pad_len(ulpdu_len)]);
         // A marker right after the pad precedes the CRC field and is
         // covered by it (draft-ietf-rddp-mpa-01 §5.2).
@@ -141,14 +141,14 @@ impl FpduTransmitter {
         let crc = if self.crc { w.crc.to_wire() } else { [0; 4] };
         w.trailer(crc);
         self.offset = w.offset;
-        w.batch.fpdus += 1;
+        w.batch.finish_pdu();
         Ok(())
     }
 }
 
 /// Appends the pieces of one FPDU to a batch, inserting markers.
 struct Writer<'b> {
-    batch: &'b mut FpduBatch,
+    batch: &'b mut WireBatch,
     offset: u64,
     markers: bool,
     crc: Crc32c,
@@ -197,12 +197,7 @@ impl Writer<'_> {
             self.marker_if_due();
             let n = (slice.len() - start).min(self.room());
             self.crc.update(&slice[start..start + n]);
-            self.batch.pieces.push(Piece::Ulpdu {
-                slice: index,
-                start,
-                end: start + n,
-            });
-            self.batch.wire_len += n;
+            self.batch.push_slice(index, start, start + n);
             self.offset += n as u64;
             start += n;
         }
@@ -223,115 +218,6 @@ impl Writer<'_> {
             self.batch.push_control(&bytes[..n]);
             self.offset += n as u64;
             bytes = &bytes[n..];
-        }
-    }
-}
-
-/// One piece of the wire octets of a batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Piece {
-    /// `control[start..end]` of the batch.
-    Control { start: usize, end: usize },
-    /// `slices[slice][start..end]` of the caller's ULPDU slices.
-    Ulpdu {
-        slice: usize,
-        start: usize,
-        end: usize,
-    },
-}
-
-/// The wire octets of one or more FPDUs, as pieces to write in order.
-///
-/// Reuse a batch: [`FpduBatch::clear`] keeps its capacity.
-#[derive(Debug, Clone, Default)]
-pub struct FpduBatch {
-    control: Vec<u8>,
-    pieces: Vec<Piece>,
-    /// Caller slices referenced so far.
-    slices: usize,
-    fpdus: usize,
-    wire_len: usize,
-}
-
-impl FpduBatch {
-    /// An empty batch.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Empties the batch, keeping its allocations.
-    pub fn clear(&mut self) {
-        self.control.clear();
-        self.pieces.clear();
-        self.slices = 0;
-        self.fpdus = 0;
-        self.wire_len = 0;
-    }
-
-    /// Whether no FPDU has been appended since the last clear.
-    pub fn is_empty(&self) -> bool {
-        self.fpdus == 0
-    }
-
-    /// FPDUs in the batch.
-    pub fn fpdu_count(&self) -> usize {
-        self.fpdus
-    }
-
-    /// Total octets on the wire.
-    pub fn wire_len(&self) -> usize {
-        self.wire_len
-    }
-
-    /// Number of pieces (each a separate slice for a vectored write).
-    pub fn piece_count(&self) -> usize {
-        self.pieces.len()
-    }
-
-    /// Number of caller slices the batch refers to: the length `slices`
-    /// must have in [`FpduBatch::pieces`].
-    pub fn slice_count(&self) -> usize {
-        self.slices
-    }
-
-    fn push_control(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        let start = self.control.len();
-        self.control.extend_from_slice(bytes);
-        let end = self.control.len();
-        self.wire_len += bytes.len();
-        // Adjacent framing octets (pad then CRC, say) form one piece.
-        if let Some(Piece::Control { end: last_end, .. }) = self.pieces.last_mut() {
-            if *last_end == start {
-                *last_end = end;
-                return;
-            }
-        }
-        self.pieces.push(Piece::Control { start, end });
-    }
-
-    /// The wire octets, in order: framing octets from the batch and ranges
-    /// of `slices`, which must be the ULPDU slices passed to
-    /// [`FpduTransmitter::frame`] since the last clear, in the same order.
-    ///
-    /// # Panics
-    ///
-    /// If `slices` is shorter than [`FpduBatch::slice_count`] or a slice is
-    /// shorter than when it was framed: a caller bug, not a peer's doing.
-    pub fn pieces<'a>(&'a self, slices: &'a [&'a [u8]]) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.pieces.iter().map(move |piece| match *piece {
-            Piece::Control { start, end } => &self.control[start..end],
-            Piece::Ulpdu { slice, start, end } => &slices[slice][start..end],
-        })
-    }
-
-    /// Appends the wire octets to `out`: a copy, for tests and tools.
-    pub fn write_to(&self, slices: &[&[u8]], out: &mut Vec<u8>) {
-        out.reserve(self.wire_len);
-        for piece in self.pieces(slices) {
-            out.extend_from_slice(piece);
         }
     }
 }
