@@ -2,7 +2,7 @@
 //!
 //! The transmitter never copies a ULPDU. The caller passes the ULPDU as a
 //! list of slices (typically a DDP header and payload borrowed from
-//! registered memory) and gets back, in an [`WireBatch`], the wire octets
+//! registered memory) and gets back, in a [`WireBatch`], the wire octets
 //! of the FPDU as an ordered list of pieces: small framing octets owned by
 //! the batch (ULPDU_Length, markers, pad, CRC) and ranges of the caller's
 //! slices, split wherever a marker falls. The runtime turns the pieces into
