@@ -89,3 +89,135 @@ impl UlpduSink for CollectUlpdus {
         Ok(())
     }
 }
+
+/// One piece of the wire octets of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    /// `control[start..end]` of the batch.
+    Control { start: usize, end: usize },
+    /// `slices[slice][start..end]` of the caller's ULPDU slices.
+    Ulpdu {
+        slice: usize,
+        start: usize,
+        end: usize,
+    },
+}
+
+/// The wire octets of one or more PDUs of a framing layer (MPA FPDUs or
+/// IFT frames), as pieces to write in order: framing octets the batch owns
+/// and ranges of the caller's ULPDU slices, which are never copied.
+///
+/// Reuse a batch: [`WireBatch::clear`] keeps its capacity.
+#[derive(Debug, Clone, Default)]
+pub struct WireBatch {
+    control: Vec<u8>,
+    pieces: Vec<Piece>,
+    /// Caller slices referenced so far.
+    slices: usize,
+    pdus: usize,
+    wire_len: usize,
+}
+
+impl WireBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Empties the batch, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.control.clear();
+        self.pieces.clear();
+        self.slices = 0;
+        self.pdus = 0;
+        self.wire_len = 0;
+    }
+
+    /// Whether no PDU has been appended since the last clear.
+    pub fn is_empty(&self) -> bool {
+        self.pdus == 0
+    }
+
+    /// PDUs (FPDUs or IFT frames) in the batch.
+    pub fn pdu_count(&self) -> usize {
+        self.pdus
+    }
+
+    /// Total octets on the wire.
+    pub fn wire_len(&self) -> usize {
+        self.wire_len
+    }
+
+    /// Number of pieces (each a separate slice for a vectored write).
+    pub fn piece_count(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// Number of caller slices the batch refers to: the length `slices`
+    /// must have in [`WireBatch::pieces`].
+    pub fn slice_count(&self) -> usize {
+        self.slices
+    }
+
+    /// Reserves indices for `count` more caller slices; returns the first.
+    pub(crate) fn add_slices(&mut self, count: usize) -> usize {
+        let first = self.slices;
+        self.slices += count;
+        first
+    }
+
+    /// Appends `slices[slice][start..end]` of the caller's slices.
+    pub(crate) fn push_slice(&mut self, slice: usize, start: usize, end: usize) {
+        if start < end {
+            self.pieces.push(Piece::Ulpdu { slice, start, end });
+            self.wire_len += end - start;
+        }
+    }
+
+    /// Counts one more complete PDU.
+    pub(crate) fn finish_pdu(&mut self) {
+        self.pdus += 1;
+    }
+
+    /// Appends framing octets, owned by the batch.
+    pub(crate) fn push_control(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let start = self.control.len();
+        self.control.extend_from_slice(bytes);
+        let end = self.control.len();
+        self.wire_len += bytes.len();
+        // Adjacent framing octets (pad then CRC, say) form one piece.
+        if let Some(Piece::Control { end: last_end, .. }) = self.pieces.last_mut() {
+            if *last_end == start {
+                *last_end = end;
+                return;
+            }
+        }
+        self.pieces.push(Piece::Control { start, end });
+    }
+
+    /// The wire octets, in order: framing octets from the batch and ranges
+    /// of `slices`, which must be the ULPDU slices passed to
+    /// the framing layer's transmitter since the last clear, in the same order.
+    ///
+    /// # Panics
+    ///
+    /// If `slices` is shorter than [`WireBatch::slice_count`] or a slice is
+    /// shorter than when it was framed: a caller bug, not a peer's doing.
+    pub fn pieces<'a>(&'a self, slices: &'a [&'a [u8]]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.pieces.iter().map(move |piece| match *piece {
+            Piece::Control { start, end } => &self.control[start..end],
+            Piece::Ulpdu { slice, start, end } => &slices[slice][start..end],
+        })
+    }
+
+    /// Appends the wire octets to `out`: a copy, for tests and tools.
+    pub fn write_to(&self, slices: &[&[u8]], out: &mut Vec<u8>) {
+        out.reserve(self.wire_len);
+        for piece in self.pieces(slices) {
+            out.extend_from_slice(piece);
+        }
+    }
+}

@@ -8,9 +8,20 @@
 //! marker use and carry private data.
 //!
 pub mod crc;
+mod error;
 mod error_code;
+pub mod fpdu;
+mod fpdu_rx;
+mod fpdu_tx;
+pub mod marker;
 pub mod mulpdu;
 mod params;
 
+#[cfg(test)]
+mod fpdu_tests;
+
+pub use error::{MpaError, TxError};
 pub use error_code::LlpErrorCode;
+pub use fpdu_rx::{FpduReceiver, FramingEvent, Next};
+pub use fpdu_tx::FpduTransmitter;
 pub use params::FramingParams;

@@ -1,0 +1,124 @@
+//! MPA throughput: CRC32c, FPDU transmit and FPDU receive, with and
+//! without markers, for 64 B, 1 KiB, 16 KiB and 64 KiB ULPDUs.
+//!
+//! Run with `cargo bench -p iwarp-proto --bench mpa`.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use iwarp_proto::framing::UlpduSink;
+use iwarp_proto::framing::WireBatch;
+use iwarp_proto::mpa::{crc, FpduReceiver, FpduTransmitter, FramingParams};
+
+const SIZES: [(usize, &str); 4] = [
+    (64, "64B"),
+    (1024, "1KiB"),
+    (16 * 1024, "16KiB"),
+    (65535, "64KiB"),
+];
+
+fn params(markers: bool) -> FramingParams {
+    FramingParams {
+        crc: true,
+        send_markers: markers,
+        receive_markers: markers,
+    }
+}
+
+fn bench_crc(c: &mut Criterion) {
+    let mut group = c.benchmark_group("crc32c");
+    for (size, name) in SIZES {
+        let data = vec![0xa5u8; size];
+        group.throughput(Throughput::Bytes(size as u64));
+        group.bench_function(name, |b| b.iter(|| crc::crc32c(black_box(&data))));
+    }
+    group.finish();
+}
+
+fn bench_transmit(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fpdu_transmit");
+    for markers in [false, true] {
+        for (size, name) in SIZES {
+            let header = [0x41u8; 18];
+            let payload = vec![0x5au8; size - 18.min(size)];
+            let mut tx = FpduTransmitter::new(params(markers));
+            let mut batch = WireBatch::new();
+            group.throughput(Throughput::Bytes(size as u64));
+            let id = BenchmarkId::new(if markers { "markers" } else { "no_markers" }, name);
+            group.bench_function(id, |b| {
+                b.iter(|| {
+                    batch.clear();
+                    tx.frame(&[&header, &payload], &mut batch).unwrap();
+                    // Walk the pieces as a vectored write would.
+                    let slices = [&header[..], &payload[..]];
+                    let total: usize = batch.pieces(&slices).map(<[u8]>::len).sum();
+                    black_box(total)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+/// Copies each ULPDU into one destination buffer, as placement would.
+struct Place {
+    dest: Vec<u8>,
+    at: usize,
+}
+
+impl UlpduSink for Place {
+    type Error = ();
+    fn ulpdu_begin(&mut self, _len: usize) -> Result<(), ()> {
+        self.at = 0;
+        Ok(())
+    }
+    fn ulpdu_data(&mut self, bytes: &[u8]) -> Result<(), ()> {
+        self.dest[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+        Ok(())
+    }
+    fn ulpdu_end(&mut self) -> Result<(), ()> {
+        Ok(())
+    }
+}
+
+fn bench_receive(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fpdu_receive");
+    for markers in [false, true] {
+        for (size, name) in SIZES {
+            // About 1 MiB of stream, received in 64 KiB reads.
+            let count = (1 << 20) / size + 1;
+            let ulpdu = vec![0x5au8; size];
+            let mut tx = FpduTransmitter::new(params(markers));
+            let mut batch = WireBatch::new();
+            let mut wire = Vec::new();
+            for _ in 0..count {
+                batch.clear();
+                tx.frame(&[&ulpdu], &mut batch).unwrap();
+                batch.write_to(&[&ulpdu], &mut wire);
+            }
+            let mut sink = Place {
+                dest: vec![0; size],
+                at: 0,
+            };
+            group.throughput(Throughput::Bytes((count * size) as u64));
+            let id = BenchmarkId::new(if markers { "markers" } else { "no_markers" }, name);
+            group.bench_function(id, |b| {
+                b.iter(|| {
+                    let mut rx = FpduReceiver::new(params(markers));
+                    for chunk in wire.chunks(64 * 1024) {
+                        rx.receive(chunk, &mut sink).unwrap();
+                    }
+                    black_box(rx.fpdus_received())
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default();
+    targets = bench_crc, bench_transmit, bench_receive
+}
+criterion_main!(benches);

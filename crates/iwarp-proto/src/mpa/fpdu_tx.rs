@@ -1,0 +1,223 @@
+//! FPDU transmission: ULPDUs in, wire octets out as a list of pieces.
+//!
+//! The transmitter never copies a ULPDU. The caller passes the ULPDU as a
+//! list of slices (typically a DDP header and payload borrowed from
+//! registered memory) and gets back, in a [`WireBatch`], the wire octets
+//! of the FPDU as an ordered list of pieces: small framing octets owned by
+//! the batch (ULPDU_Length, markers, pad, CRC) and ranges of the caller's
+//! slices, split wherever a marker falls. The runtime turns the pieces into
+//! `IoSlice`s for one vectored write. A batch keeps its capacity across
+//! uses, so steady-state transmission allocates nothing.
+
+use super::crc::Crc32c;
+use super::error::TxError;
+use super::fpdu::{pad_len, CRC_LEN, MAX_ULPDU_LEN, PAD};
+use super::marker::{self, MARKER_LEN};
+use super::FramingParams;
+use crate::framing::WireBatch;
+
+/// Frames ULPDUs into FPDUs for one half-connection.
+#[derive(Debug, Clone)]
+pub struct FpduTransmitter {
+    crc: bool,
+    markers: bool,
+    /// Stream offset of the next octet to send, counted from the first
+    /// octet of full operation.
+    offset: u64,
+    /// A responder holds its first FPDU until it has received one.
+    held: bool,
+}
+
+impl FpduTransmitter {
+    /// A transmitter at the start of full operation.
+    pub fn new(params: FramingParams) -> Self {
+        Self::at_offset(params, 0)
+    }
+
+    /// A transmitter whose next octet is at stream offset `offset` of full
+    /// operation (markers fall where `offset % 512 == 0`). MPA itself always
+    /// starts at 0; other offsets serve a framer that takes over mid-stream
+    /// and tests that put markers at every position of an FPDU.
+    pub fn at_offset(params: FramingParams, offset: u64) -> Self {
+        Self {
+            crc: params.crc,
+            markers: params.send_markers,
+            offset,
+            held: false,
+        }
+    }
+
+    /// Refuses to frame anything until [`FpduTransmitter::release`]: what a
+    /// responder does until it has received and validated an FPDU
+    /// (RFC 5044 §7.1.2 rule 4).
+    pub fn hold_until_first_fpdu(&mut self) {
+        self.held = true;
+    }
+
+    /// Lifts [`FpduTransmitter::hold_until_first_fpdu`].
+    pub fn release(&mut self) {
+        self.held = false;
+    }
+
+    /// Whether the transmitter is holding back its first FPDU.
+    pub fn is_held(&self) -> bool {
+        self.held
+    }
+
+    /// Stream offset of the next octet this transmitter will produce.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Whether markers are inserted.
+    pub fn markers(&self) -> bool {
+        self.markers
+    }
+
+    /// Whether the CRC field carries a CRC32c (otherwise it is zero).
+    pub fn crc(&self) -> bool {
+        self.crc
+    }
+
+    /// Octets the FPDU for a ULPDU of `ulpdu_len` octets takes on the wire
+    /// if sent next, markers included.
+    pub fn wire_len(&self, ulpdu_len: usize) -> usize {
+        let fpdu = super::fpdu::fpdu_len(ulpdu_len) as u64;
+        if !self.markers {
+            return fpdu as usize;
+        }
+        // Each marker pushes the rest of the FPDU 4 octets further; a
+        // marker right after the CRC belongs to the next FPDU.
+        let mut end = self.offset + fpdu;
+        let mut counted = 0;
+        loop {
+            let n = marker::markers_in(self.offset, end);
+            if n == counted {
+                return (end - self.offset) as usize;
+            }
+            end += (n - counted) * MARKER_LEN as u64;
+            counted = n;
+        }
+    }
+
+    /// Appends to `batch` the FPDU carrying the ULPDU made of `ulpdu`'s
+    /// slices in order.
+    ///
+    /// The batch records ranges of the slices by index, counted across every
+    /// FPDU appended since the batch was last cleared: to write the batch,
+    /// pass [`WireBatch::pieces`] all the slices of all those ULPDUs, in
+    /// order.
+    pub fn frame(&mut self, ulpdu: &[&[u8]], batch: &mut WireBatch) -> Result<(), TxError> {
+        if self.held {
+            return Err(TxError::AwaitingFirstFpdu);
+        }
+        let ulpdu_len: usize = ulpdu.iter().map(|s| s.len()).sum();
+        if ulpdu_len > MAX_ULPDU_LEN {
+            return Err(TxError::UlpduTooLong { len: ulpdu_len });
+        }
+        let mut w = Writer {
+            batch,
+            offset: self.offset,
+            markers: self.markers,
+            crc: Crc32c::new(),
+            header_offset: 0,
+        };
+        // A marker due exactly here falls between FPDUs: FPDUPTR 0, and it
+        // belongs to (and is covered by the CRC of) this FPDU.
+        if w.markers && marker::is_marker_at(w.offset) {
+            w.marker(0);
+        }
+        w.header_offset = w.offset;
+        let header = (ulpdu_len as u16).to_be_bytes();
+        w.control(&header);
+        let first_slice = w.batch.add_slices(ulpdu.len());
+        for (i, slice) in ulpdu.iter().enumerate() {
+            w.ulpdu_slice(first_slice + i, slice);
+        }
+        w.control(&PAD[..pad_len(ulpdu_len)]);
+        // A marker right after the pad precedes the CRC field and is
+        // covered by it (draft-ietf-rddp-mpa-01 §5.2).
+        w.marker_if_due();
+        let crc = if self.crc { w.crc.to_wire() } else { [0; 4] };
+        w.trailer(crc);
+        self.offset = w.offset;
+        w.batch.finish_pdu();
+        Ok(())
+    }
+}
+
+/// Appends the pieces of one FPDU to a batch, inserting markers.
+struct Writer<'b> {
+    batch: &'b mut WireBatch,
+    offset: u64,
+    markers: bool,
+    crc: Crc32c,
+    header_offset: u64,
+}
+
+impl Writer<'_> {
+    /// Octets that can be written before the next marker is due.
+    fn room(&self) -> usize {
+        if !self.markers {
+            return usize::MAX;
+        }
+        let next = marker::next_marker_at(self.offset);
+        (next - self.offset) as usize
+    }
+
+    fn marker(&mut self, ptr: u16) {
+        let m = marker::encode(ptr);
+        self.crc.update(&m);
+        self.batch.push_control(&m);
+        self.offset += MARKER_LEN as u64;
+    }
+
+    fn marker_if_due(&mut self) {
+        if self.markers && marker::is_marker_at(self.offset) {
+            let ptr = marker::fpdu_ptr(self.offset, self.header_offset);
+            self.marker(ptr);
+        }
+    }
+
+    /// Framing octets covered by the CRC, split around markers.
+    fn control(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            self.marker_if_due();
+            let n = bytes.len().min(self.room());
+            self.crc.update(&bytes[..n]);
+            self.batch.push_control(&bytes[..n]);
+            self.offset += n as u64;
+            bytes = &bytes[n..];
+        }
+    }
+
+    fn ulpdu_slice(&mut self, index: usize, slice: &[u8]) {
+        let mut start = 0;
+        while start < slice.len() {
+            self.marker_if_due();
+            let n = (slice.len() - start).min(self.room());
+            self.crc.update(&slice[start..start + n]);
+            self.batch.push_slice(index, start, start + n);
+            self.offset += n as u64;
+            start += n;
+        }
+    }
+
+    /// The CRC field. A marker due inside it (only possible when the
+    /// stream offset is not a multiple of 4, which MPA never produces) is
+    /// sent but, unlike markers before the field, not covered by the CRC.
+    fn trailer(&mut self, crc: [u8; CRC_LEN]) {
+        let mut bytes = &crc[..];
+        while !bytes.is_empty() {
+            if self.markers && marker::is_marker_at(self.offset) {
+                let m = marker::encode(marker::fpdu_ptr(self.offset, self.header_offset));
+                self.batch.push_control(&m);
+                self.offset += MARKER_LEN as u64;
+            }
+            let n = bytes.len().min(self.room());
+            self.batch.push_control(&bytes[..n]);
+            self.offset += n as u64;
+            bytes = &bytes[n..];
+        }
+    }
+}

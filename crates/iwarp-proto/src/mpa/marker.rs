@@ -1,0 +1,113 @@
+//! MPA markers: where they fall in the stream and what they must say.
+//!
+//! When a receiver asks for markers, the sender inserts a 4-octet marker at
+//! every 512th octet of its stream, counted from the first octet of full
+//! operation, so the very first octets sent are a marker
+//! (draft-ietf-rddp-mpa-01 §5.1, RFC 5044 §7.1.2 rule 7). A marker holds a
+//! 16-bit reserved field (zero) and a 16-bit FPDUPTR: the number of octets
+//! back from the marker to the ULPDU_Length field of the FPDU it sits in,
+//! or 0 when it falls exactly between two FPDUs; it then belongs to the
+//! following FPDU and is covered by its CRC.
+//!
+//! Positions here are stream offsets: octets since full operation began in
+//! one direction, so a marker starts wherever `offset % 512 == 0`. They are
+//! independent of the TCP sequence number, which lets the same arithmetic
+//! serve an in-order receiver and an out-of-order one that maps a segment's
+//! sequence number to an offset.
+
+/// Octets between the starts of two consecutive markers.
+pub const MARKER_INTERVAL: u64 = 512;
+
+/// Octets in a marker.
+pub const MARKER_LEN: usize = 4;
+
+/// Whether a marker starts at stream offset `offset`.
+#[inline]
+pub const fn is_marker_at(offset: u64) -> bool {
+    offset % MARKER_INTERVAL == 0
+}
+
+/// The stream offset of the first marker at or after `offset`.
+#[inline]
+pub const fn next_marker_at(offset: u64) -> u64 {
+    offset.next_multiple_of(MARKER_INTERVAL)
+}
+
+/// The FPDUPTR a sender writes into a marker at `marker_offset` inside the
+/// FPDU whose ULPDU_Length field is at `header_offset`.
+///
+/// The field is 16 bits wide. FPDUs carrying ULPDUs up to the 64768 octets
+/// that MPA allows keep the distance below 65536; a longer (65535-octet)
+/// ULPDU can reach past it, and the value then wraps, the same way on both
+/// ends.
+#[inline]
+pub const fn fpdu_ptr(marker_offset: u64, header_offset: u64) -> u16 {
+    marker_offset.wrapping_sub(header_offset) as u16
+}
+
+/// Encodes a marker: reserved octets zero, then the FPDUPTR, big-endian.
+#[inline]
+pub const fn encode(fpdu_ptr: u16) -> [u8; MARKER_LEN] {
+    let p = fpdu_ptr.to_be_bytes();
+    [0, 0, p[0], p[1]]
+}
+
+/// The FPDUPTR of a received marker. The reserved octets are ignored
+/// (draft-ietf-rddp-mpa-01 §4.1).
+#[inline]
+pub const fn decode(marker: [u8; MARKER_LEN]) -> u16 {
+    u16::from_be_bytes([marker[2], marker[3]])
+}
+
+/// Whether a received FPDUPTR agrees with the one expected. The two low
+/// bits are reserved and treated as zero (draft-ietf-rddp-mpa-01 §5.1).
+#[inline]
+pub const fn fpdu_ptr_matches(received: u16, expected: u16) -> bool {
+    received & !3 == expected & !3
+}
+
+/// How many markers start in the stream offsets `start..end`.
+#[inline]
+pub const fn markers_in(start: u64, end: u64) -> u64 {
+    if end <= start {
+        return 0;
+    }
+    (end - 1) / MARKER_INTERVAL + 1 - start.div_ceil(MARKER_INTERVAL)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions() {
+        assert!(is_marker_at(0));
+        assert!(is_marker_at(512));
+        assert!(!is_marker_at(4));
+        assert_eq!(next_marker_at(0), 0);
+        assert_eq!(next_marker_at(1), 512);
+        assert_eq!(next_marker_at(512), 512);
+        assert_eq!(next_marker_at(513), 1024);
+    }
+
+    #[test]
+    fn counting_agrees_with_enumeration() {
+        for start in 0..1100u64 {
+            for len in [0u64, 1, 3, 4, 511, 512, 513, 1024, 1500] {
+                let brute = (start..start + len).filter(|&o| is_marker_at(o)).count() as u64;
+                assert_eq!(markers_in(start, start + len), brute, "{start}+{len}");
+            }
+        }
+    }
+
+    #[test]
+    fn encoding() {
+        // Figure 6 of draft-ietf-rddp-mpa-01: header at 0x1ec, marker at 0x200.
+        let ptr = fpdu_ptr(0x200, 0x1ec);
+        assert_eq!(ptr, 0x14);
+        assert_eq!(encode(ptr), [0, 0, 0x00, 0x14]);
+        assert_eq!(decode([0xff, 0xff, 0x00, 0x14]), 0x14);
+        assert!(fpdu_ptr_matches(0x17, 0x14));
+        assert!(!fpdu_ptr_matches(0x18, 0x14));
+    }
+}

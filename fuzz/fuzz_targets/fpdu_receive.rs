@@ -1,0 +1,73 @@
+//! Arbitrary octets into the FPDU receiver, in arbitrary chunks, with
+//! arbitrary framing parameters and stream offset: it must never panic,
+//! chunking must not change the outcome, and a ULPDU must never be passed
+//! on with more octets than its length announced.
+#![no_main]
+
+use iwarp_proto::framing::{FeedError, UlpduSink};
+use iwarp_proto::mpa::{FpduReceiver, FramingParams};
+use libfuzzer_sys::fuzz_target;
+
+/// Checks the sink contract while recording what it saw.
+#[derive(Default, PartialEq, Debug)]
+struct Checked {
+    events: Vec<(usize, usize, bool)>,
+    current: Option<(usize, usize)>,
+}
+
+impl UlpduSink for Checked {
+    type Error = ();
+    fn ulpdu_begin(&mut self, len: usize) -> Result<(), ()> {
+        assert!(self.current.is_none(), "begin inside a ULPDU");
+        self.current = Some((len, 0));
+        Ok(())
+    }
+    fn ulpdu_data(&mut self, bytes: &[u8]) -> Result<(), ()> {
+        let (len, got) = self.current.as_mut().expect("data outside a ULPDU");
+        assert!(!bytes.is_empty());
+        *got += bytes.len();
+        assert!(*got <= *len, "more octets than announced");
+        Ok(())
+    }
+    fn ulpdu_end(&mut self) -> Result<(), ()> {
+        let (len, got) = self.current.take().expect("end outside a ULPDU");
+        assert_eq!(len, got, "ULPDU ended short");
+        self.events.push((len, got, true));
+        Ok(())
+    }
+}
+
+fn run(params: FramingParams, offset: u64, data: &[u8], chunk: usize) -> (Checked, Option<String>) {
+    let mut rx = FpduReceiver::at_offset(params, offset);
+    let mut sink = Checked::default();
+    let mut error = None;
+    for piece in data.chunks(chunk.max(1)) {
+        match rx.receive(piece, &mut sink) {
+            Ok(n) => assert_eq!(n, piece.len()),
+            Err(FeedError::Framing(e)) => {
+                error = Some(e.to_string());
+                break;
+            }
+            Err(FeedError::Sink(())) => unreachable!(),
+        }
+    }
+    (sink, error)
+}
+
+fuzz_target!(|input: &[u8]| {
+    if input.len() < 4 {
+        return;
+    }
+    let flags = input[0];
+    let params = FramingParams {
+        crc: flags & 1 != 0,
+        send_markers: false,
+        receive_markers: flags & 2 != 0,
+    };
+    let offset = u64::from(u16::from_be_bytes([input[1], input[2]]));
+    let chunk = usize::from(input[3]) + 1;
+    let data = &input[4..];
+    let whole = run(params, offset, data, data.len());
+    let chunked = run(params, offset, data, chunk);
+    assert_eq!(whole, chunked);
+});
