@@ -171,7 +171,7 @@ impl QueuePair {
             cfg,
             table,
             state: QpState::ReadyToSend,
-            mulpdu: cfg.mulpdu,
+            mulpdu: cfg.mulpdu.max(Self::MIN_MULPDU),
             sq_slots: VecDeque::with_capacity(sq),
             sq_base: 0,
             sq_pending: VecDeque::with_capacity(sq),
@@ -205,11 +205,16 @@ impl QueuePair {
     }
 
     /// Sets the MULPDU (the framing layer computes it, RFC 5044 §4.5):
-    /// every segment from now on is at most this long. Values below 64
-    /// are raised to 64 so that every header and Terminate fits.
+    /// every segment from now on is at most this long. Values below
+    /// [`QueuePair::MIN_MULPDU`] are raised to it, so that the largest
+    /// Terminate fits one segment (MPA never offers less than 128).
     pub fn set_mulpdu(&mut self, mulpdu: usize) {
-        self.mulpdu = mulpdu.max(64);
+        self.mulpdu = mulpdu.max(Self::MIN_MULPDU);
     }
+
+    /// The smallest MULPDU the engine works with: an untagged header and
+    /// the largest Terminate payload.
+    pub const MIN_MULPDU: usize = UNTAGGED_HEADER_LEN + TERMINATE_MAX_LEN;
 
     /// The next completion, in order per queue.
     pub fn poll_completion(&mut self) -> Option<Completion> {
