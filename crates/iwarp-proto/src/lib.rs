@@ -13,5 +13,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ddp;
 pub mod framing;
+pub mod memory;
 pub mod mpa;
+pub mod rdmap;

@@ -1,0 +1,208 @@
+//! A registration, and checked slices of it that the engines place into
+//! and transmit from.
+
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+
+use super::{Access, AccessViolation, MemoryBuffer, ProtectionDomain, STag, StreamId};
+
+/// One registered region, shared by the table and every slice taken of it.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    pub(crate) stag: STag,
+    pub(crate) pd: ProtectionDomain,
+    pub(crate) stream: Option<StreamId>,
+    pub(crate) access: Access,
+    /// The TO of the region's first octet.
+    pub(crate) base_to: u64,
+    pub(crate) len: u64,
+    pub(crate) buffer: MemoryBuffer,
+    /// Where the region starts inside `buffer`.
+    pub(crate) buffer_offset: usize,
+    /// False once invalidated or deregistered. Placement and transmission
+    /// hold the read lock while they touch the octets; invalidation takes
+    /// the write lock, so it waits for them and they see it afterwards.
+    pub(crate) valid: RwLock<bool>,
+}
+
+impl Registration {
+    pub(crate) fn is_valid(&self) -> bool {
+        *self.valid.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn set_invalid(&self) {
+        *self.valid.write().unwrap_or_else(PoisonError::into_inner) = false;
+    }
+
+    /// Checks an access of `len` octets at `to` that needs `need`, by a
+    /// stream in `pd` with id `stream` (`None` for a local access, which
+    /// ignores stream binding). The order is RFC 5041 §7.1 for tagged
+    /// segments: validity and association (check 1), access (check 2), TO
+    /// in range (check 3), wrap (check 5), end in range (check 4). Wrap
+    /// comes before the end check because a wrapping sum would otherwise
+    /// always show as a bounds violation and check 5 could never fire.
+    pub(crate) fn check(
+        self: &Arc<Self>,
+        pd: ProtectionDomain,
+        stream: Option<StreamId>,
+        need: Access,
+        to: u64,
+        len: u64,
+    ) -> Result<RegionSlice, AccessViolation> {
+        if !self.is_valid() {
+            return Err(AccessViolation::InvalidStag);
+        }
+        // RFC 5041 §8.2: PD association and stream association.
+        if self.pd != pd {
+            return Err(AccessViolation::NotAssociated);
+        }
+        if let (Some(bound), Some(stream)) = (self.stream, stream) {
+            if bound != stream {
+                return Err(AccessViolation::NotAssociated);
+            }
+        }
+        if !self.access.contains(need) {
+            return Err(AccessViolation::AccessRights);
+        }
+        let end = self.base_to as u128 + self.len as u128;
+        // Check 3: the first octet lies in the region. A zero-length access
+        // may sit at the very end.
+        if to < self.base_to || (to as u128) > end || (len > 0 && to as u128 == end) {
+            return Err(AccessViolation::BaseBounds);
+        }
+        // Check 5: TO + length must not wrap.
+        let Some(last) = to.checked_add(len) else {
+            return Err(AccessViolation::ToWrap);
+        };
+        // Check 4: the last octet lies in the region.
+        if last as u128 > end {
+            return Err(AccessViolation::BaseBounds);
+        }
+        let offset = self.buffer_offset + (to - self.base_to) as usize;
+        Ok(RegionSlice {
+            reg: Arc::clone(self),
+            offset,
+            len: len as usize,
+        })
+    }
+}
+
+/// A checked range of a registered region: where payload goes, or where
+/// it comes from. Holding one does not keep the STag valid: every access
+/// through it checks validity again under the registration lock.
+#[derive(Debug, Clone)]
+pub struct RegionSlice {
+    reg: Arc<Registration>,
+    offset: usize,
+    len: usize,
+}
+
+impl RegionSlice {
+    /// The STag it was taken through.
+    pub fn stag(&self) -> STag {
+        self.reg.stag
+    }
+
+    /// The buffer behind it.
+    pub fn buffer(&self) -> &MemoryBuffer {
+        &self.reg.buffer
+    }
+
+    /// Its first octet's offset in [`RegionSlice::buffer`].
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Its length in octets.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when it has no octets.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// True while its STag is valid.
+    pub fn is_valid(&self) -> bool {
+        self.reg.is_valid()
+    }
+
+    /// The part `at..at + len` of it; `None` if that is not inside.
+    pub fn sub(&self, at: usize, len: usize) -> Option<Self> {
+        let end = at.checked_add(len)?;
+        (end <= self.len).then(|| Self {
+            reg: Arc::clone(&self.reg),
+            offset: self.offset + at,
+            len,
+        })
+    }
+
+    /// Runs `f` on the octets `at..at + len` of the slice, for writing,
+    /// while the STag is held valid. Fails, without calling `f`, if the
+    /// STag has been invalidated or the range is not inside the slice.
+    pub fn write_with<R>(
+        &self,
+        at: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, AccessViolation> {
+        let valid = self
+            .reg
+            .valid
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !*valid {
+            return Err(AccessViolation::InvalidStag);
+        }
+        let end = at
+            .checked_add(len)
+            .filter(|&e| e <= self.len)
+            .ok_or(AccessViolation::BaseBounds)?;
+        let mut octets = self.reg.buffer.write();
+        let dst = octets
+            .get_mut(self.offset + at..self.offset + end)
+            .ok_or(AccessViolation::BaseBounds)?;
+        Ok(f(dst))
+    }
+
+    /// Locks the slice for reading (transmission): the guard derefs to the
+    /// octets and keeps the STag valid until dropped.
+    pub fn lock(&self) -> Result<RegionReadGuard<'_>, AccessViolation> {
+        let valid = self
+            .reg
+            .valid
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !*valid {
+            return Err(AccessViolation::InvalidStag);
+        }
+        let octets = self.reg.buffer.read();
+        if self.offset + self.len > octets.len() {
+            return Err(AccessViolation::BaseBounds);
+        }
+        Ok(RegionReadGuard {
+            _valid: valid,
+            octets,
+            start: self.offset,
+            end: self.offset + self.len,
+        })
+    }
+}
+
+/// The octets of a [`RegionSlice`], held readable and their STag held
+/// valid; invalidation of the STag waits until this is dropped.
+#[derive(Debug)]
+pub struct RegionReadGuard<'a> {
+    _valid: RwLockReadGuard<'a, bool>,
+    octets: RwLockReadGuard<'a, Box<[u8]>>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for RegionReadGuard<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.octets[self.start..self.end]
+    }
+}

@@ -1,0 +1,814 @@
+//! The queue pair: RDMAP over DDP for one stream, as a sans-IO engine.
+//!
+//! What goes in: work requests ([`QueuePair::post_send`],
+//! [`QueuePair::post_recv`], [`QueuePair::rdma_write`],
+//! [`QueuePair::rdma_read`], [`QueuePair::close`]); received ULPDUs, through
+//! the [`UlpduSink`](crate::framing::UlpduSink) implementation in `rx.rs` or
+//! by direct placement; LLP failures ([`QueuePair::handle_llp_error`],
+//! [`QueuePair::handle_llp_closed`]). What comes out: the next ULPDU to
+//! send ([`QueuePair::poll_transmit`]), completions
+//! ([`QueuePair::poll_completion`]) and events ([`QueuePair::poll_event`]).
+//!
+//! Queues are allocated once, at their configured depth; nothing on the
+//! data path allocates.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::ddp::{
+    SegmentHeader, Segmenter, TaggedHeader, UntaggedHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
+};
+use crate::memory::{Access, MemoryTable, RegionSlice, STag};
+use crate::mpa::LlpErrorCode;
+
+use super::error::{ProtocolError, RdmapError};
+use super::opcode::{Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE};
+use super::read_request::{ReadRequest, READ_REQUEST_LEN};
+use super::rx::Rx;
+use super::terminate::{TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
+use super::transmit::{InlinePayload, Transmit, TxPayload};
+use super::work::{
+    Completion, CompletionOpcode, CompletionStatus, Event, PostError, QpState, QueuePairConfig,
+    SendFlags, Sge,
+};
+
+/// A send-queue work request, kept until it completes so that
+/// completions come out in posting order.
+#[derive(Debug)]
+struct SqSlot {
+    wr_id: u64,
+    opcode: CompletionOpcode,
+    byte_len: u32,
+    status: Option<CompletionStatus>,
+}
+
+/// A send-queue message not yet started.
+#[derive(Debug)]
+enum SqWork {
+    Send {
+        seq: u64,
+        opcode: Opcode,
+        invalidate: STag,
+        source: Option<RegionSlice>,
+        len: u32,
+    },
+    Write {
+        seq: u64,
+        source: Option<RegionSlice>,
+        len: u32,
+        stag: STag,
+        to: u64,
+    },
+    Read {
+        seq: u64,
+        request: ReadRequest,
+    },
+}
+
+/// An RDMA Read this end asked for and has not had fully answered.
+#[derive(Debug)]
+pub(super) struct OutstandingRead {
+    pub(super) seq: u64,
+    pub(super) sink_stag: STag,
+    pub(super) sink_to: u64,
+    pub(super) len: u32,
+    pub(super) received: u32,
+}
+
+/// An RDMA Read Request the peer made, to be answered in order.
+#[derive(Debug)]
+pub(super) struct ReadJob {
+    pub(super) source: Option<RegionSlice>,
+    pub(super) request: ReadRequest,
+    /// For the Terminate's D and R copies if the source goes bad.
+    pub(super) ddp: Option<TerminatedDdp>,
+}
+
+/// A posted receive.
+#[derive(Debug)]
+pub(super) struct RecvWork {
+    pub(super) wr_id: u64,
+    pub(super) buffer: Option<RegionSlice>,
+    pub(super) len: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxKind {
+    Send {
+        seq: u64,
+        opcode: Opcode,
+        invalidate: STag,
+        msn: u32,
+    },
+    Write {
+        seq: u64,
+        stag: STag,
+        to: u64,
+    },
+    ReadRequest {
+        request: ReadRequest,
+        msn: u32,
+    },
+    ReadResponse {
+        stag: STag,
+        to: u64,
+    },
+}
+
+/// The message being segmented.
+#[derive(Debug)]
+struct TxMessage {
+    kind: TxKind,
+    seg: Segmenter,
+    source: Option<RegionSlice>,
+}
+
+/// Which work request an error is blamed on, and with what status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Culprit {
+    None,
+    /// The receive at the head of the receive queue.
+    Recv(CompletionStatus),
+    /// The read at the head of the outstanding-read queue.
+    Read(CompletionStatus),
+    /// A send-queue request.
+    Sq(u64, CompletionStatus),
+}
+
+/// The RDMAP/DDP engine of one stream. See the module documentation.
+#[derive(Debug)]
+pub struct QueuePair {
+    pub(super) cfg: QueuePairConfig,
+    pub(super) table: Arc<MemoryTable>,
+    pub(super) state: QpState,
+    mulpdu: usize,
+
+    sq_slots: VecDeque<SqSlot>,
+    sq_base: u64,
+    sq_pending: VecDeque<SqWork>,
+    tx: Option<TxMessage>,
+    tx_msn: [u32; 3],
+    /// Alternation between the send queue and read responses, so that
+    /// neither starves the other; switches happen at message boundaries.
+    last_from_irq: bool,
+    pub(super) orq: VecDeque<OutstandingRead>,
+    pub(super) irq: VecDeque<ReadJob>,
+    pub(super) rq: VecDeque<RecvWork>,
+    pub(super) rx: Rx,
+
+    completions: VecDeque<Completion>,
+    events: VecDeque<Event>,
+    terminate_out: Option<TerminateMessage>,
+    ready_to_close_sent: bool,
+}
+
+impl QueuePair {
+    /// A queue pair in state ready-to-send, using `table` for every STag.
+    pub fn new(cfg: QueuePairConfig, table: Arc<MemoryTable>) -> Self {
+        let sq = cfg.send_queue_depth.max(1);
+        let rq = cfg.recv_queue_depth.max(1);
+        Self {
+            cfg,
+            table,
+            state: QpState::ReadyToSend,
+            mulpdu: cfg.mulpdu.max(Self::MIN_MULPDU),
+            sq_slots: VecDeque::with_capacity(sq),
+            sq_base: 0,
+            sq_pending: VecDeque::with_capacity(sq),
+            tx: None,
+            tx_msn: [1; 3],
+            last_from_irq: true,
+            orq: VecDeque::with_capacity(cfg.ord.max(1)),
+            irq: VecDeque::with_capacity(cfg.ird.max(1)),
+            rq: VecDeque::with_capacity(rq),
+            rx: Rx::new(),
+            completions: VecDeque::with_capacity(sq + rq),
+            events: VecDeque::with_capacity(16),
+            terminate_out: None,
+            ready_to_close_sent: false,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> QpState {
+        self.state
+    }
+
+    /// The configuration it was made with.
+    pub fn config(&self) -> &QueuePairConfig {
+        &self.cfg
+    }
+
+    /// The current MULPDU.
+    pub fn mulpdu(&self) -> usize {
+        self.mulpdu
+    }
+
+    /// Sets the MULPDU (the framing layer computes it, RFC 5044 §4.5):
+    /// every segment from now on is at most this long. Values below
+    /// [`QueuePair::MIN_MULPDU`] are raised to it, so that the largest
+    /// Terminate fits one segment (MPA never offers less than 128).
+    pub fn set_mulpdu(&mut self, mulpdu: usize) {
+        self.mulpdu = mulpdu.max(Self::MIN_MULPDU);
+    }
+
+    /// The smallest MULPDU the engine works with: an untagged header and
+    /// the largest Terminate payload.
+    pub const MIN_MULPDU: usize = UNTAGGED_HEADER_LEN + TERMINATE_MAX_LEN;
+
+    /// The next completion, in order per queue.
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.completions.pop_front()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn set_state(&mut self, s: QpState) {
+        if self.state != s {
+            self.state = s;
+            self.events.push_back(Event::StateChanged(s));
+        }
+    }
+
+    fn is_failed(&self) -> bool {
+        matches!(
+            self.state,
+            QpState::Terminate | QpState::Error | QpState::Closed
+        )
+    }
+
+    fn local(&self, sge: &Sge, need: Access) -> Result<Option<RegionSlice>, PostError> {
+        if sge.len == 0 {
+            // Zero-length messages carry no payload: no buffer to check.
+            return Ok(None);
+        }
+        self.table
+            .check_local(sge.stag, self.cfg.pd, need, sge.to, sge.len as u64)
+            .map(Some)
+            .map_err(PostError::LocalProtection)
+    }
+
+    /// Accepts a send-queue request, or completes it at once with a flush
+    /// error when the stream has failed (as verbs do).
+    fn push_sq(
+        &mut self,
+        wr_id: u64,
+        opcode: CompletionOpcode,
+        byte_len: u32,
+        make: impl FnOnce(u64) -> SqWork,
+    ) -> Result<(), PostError> {
+        if self.state == QpState::Closing {
+            return Err(PostError::Closing);
+        }
+        if self.sq_slots.len() >= self.cfg.send_queue_depth {
+            return Err(PostError::QueueFull);
+        }
+        let seq = self.sq_base + self.sq_slots.len() as u64;
+        let failed = self.is_failed();
+        self.sq_slots.push_back(SqSlot {
+            wr_id,
+            opcode,
+            byte_len,
+            status: failed.then_some(CompletionStatus::FlushError),
+        });
+        if failed {
+            self.release_sq();
+        } else {
+            self.sq_pending.push_back(make(seq));
+        }
+        Ok(())
+    }
+
+    /// Posts a Send of `sge` (RFC 5040 §5.3), with Solicited Event and/or
+    /// Invalidate as `flags` say.
+    pub fn post_send(&mut self, wr_id: u64, sge: Sge, flags: SendFlags) -> Result<(), PostError> {
+        let source = self.local(&sge, Access::empty())?;
+        let opcode = match (flags.solicited, flags.invalidate.is_some()) {
+            (false, false) => Opcode::Send,
+            (false, true) => Opcode::SendInvalidate,
+            (true, false) => Opcode::SendSolicited,
+            (true, true) => Opcode::SendSolicitedInvalidate,
+        };
+        let invalidate = flags.invalidate.unwrap_or_default();
+        self.push_sq(wr_id, CompletionOpcode::Send, sge.len, |seq| SqWork::Send {
+            seq,
+            opcode,
+            invalidate,
+            source,
+            len: sge.len,
+        })
+    }
+
+    /// Posts an RDMA Write of `sge` to the peer's `remote_stag` at
+    /// `remote_to` (RFC 5040 §5.1).
+    pub fn rdma_write(
+        &mut self,
+        wr_id: u64,
+        sge: Sge,
+        remote_stag: STag,
+        remote_to: u64,
+    ) -> Result<(), PostError> {
+        let source = self.local(&sge, Access::empty())?;
+        self.push_sq(wr_id, CompletionOpcode::RdmaWrite, sge.len, |seq| {
+            SqWork::Write {
+                seq,
+                source,
+                len: sge.len,
+                stag: remote_stag,
+                to: remote_to,
+            }
+        })
+    }
+
+    /// Posts an RDMA Read of `sge.len` octets from the peer's
+    /// `remote_stag` at `remote_to` into `sge` (RFC 5040 §5.2). The sink
+    /// needs local and remote write access: the Read Response is a tagged
+    /// write into it.
+    pub fn rdma_read(
+        &mut self,
+        wr_id: u64,
+        sge: Sge,
+        remote_stag: STag,
+        remote_to: u64,
+    ) -> Result<(), PostError> {
+        // Checked now; the Read Responses are checked again as they land.
+        self.local(&sge, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+        let request = ReadRequest {
+            sink_stag: sge.stag,
+            sink_to: sge.to,
+            size: sge.len,
+            source_stag: remote_stag,
+            source_to: remote_to,
+        };
+        self.push_sq(wr_id, CompletionOpcode::RdmaRead, sge.len, |seq| {
+            SqWork::Read { seq, request }
+        })
+    }
+
+    /// Posts a receive buffer for an incoming Send. iWARP has no
+    /// receiver-not-ready: a Send that finds none is fatal.
+    pub fn post_recv(&mut self, wr_id: u64, sge: Sge) -> Result<(), PostError> {
+        let buffer = self.local(&sge, Access::LOCAL_WRITE)?;
+        if self.rq.len() >= self.cfg.recv_queue_depth {
+            return Err(PostError::QueueFull);
+        }
+        if self.is_failed() {
+            self.completions.push_back(Completion {
+                wr_id,
+                status: CompletionStatus::FlushError,
+                opcode: CompletionOpcode::Recv,
+                byte_len: 0,
+                solicited: false,
+                invalidated: None,
+            });
+            return Ok(());
+        }
+        self.rq.push_back(RecvWork {
+            wr_id,
+            buffer,
+            len: sge.len,
+        });
+        Ok(())
+    }
+
+    /// Starts a graceful close (RFC 5041 §6.2.1): queued work and read
+    /// responses are still sent, new transfers are refused;
+    /// [`Event::ReadyToClose`] says when the LLP may be closed.
+    pub fn close(&mut self) {
+        if self.state == QpState::ReadyToSend {
+            self.set_state(QpState::Closing);
+            self.check_drained();
+        }
+    }
+
+    fn check_drained(&mut self) {
+        if self.state == QpState::Closing
+            && !self.ready_to_close_sent
+            && self.tx.is_none()
+            && self.sq_pending.is_empty()
+            && self.orq.is_empty()
+            && self.irq.is_empty()
+        {
+            self.ready_to_close_sent = true;
+            self.events.push_back(Event::ReadyToClose);
+        }
+    }
+
+    /// The LLP stream closed (the peer's FIN, or the runtime closed it).
+    /// After a graceful close this ends in [`QpState::Closed`]; otherwise
+    /// it is an abortive teardown and ends in [`QpState::Error`]. Every
+    /// outstanding work request completes with a flush error.
+    pub fn handle_llp_closed(&mut self) {
+        if matches!(self.state, QpState::Error | QpState::Closed) {
+            return;
+        }
+        let next = if self.state == QpState::Closing {
+            QpState::Closed
+        } else {
+            QpState::Error
+        };
+        self.terminate_out = None;
+        self.flush(Culprit::None);
+        self.set_state(next);
+    }
+
+    /// The LLP (MPA) failed: a CRC error, a marker disagreement, a lost
+    /// connection. Whatever DDP held for the ULPDU in progress is dropped;
+    /// the Terminate names the LLP error (layer 2), with no header copies,
+    /// since the header may be the damaged part. A lost connection sends
+    /// nothing.
+    pub fn handle_llp_error(&mut self, code: LlpErrorCode) {
+        if self.is_failed() {
+            return;
+        }
+        self.rx.stop();
+        let error = ProtocolError::Llp(code);
+        if code == LlpErrorCode::ConnectionLost {
+            self.events.push_back(Event::LocalError(error));
+            self.flush(Culprit::None);
+            self.set_state(QpState::Error);
+        } else {
+            self.fail(error, TerminateMessage::new(error), Culprit::None);
+        }
+    }
+
+    /// The runtime could not lock a [`Transmit`]'s payload (its source STag
+    /// was invalidated after `poll_transmit`): the stream fails with a
+    /// local catastrophic error.
+    pub fn abort_transmit(&mut self) {
+        if self.is_failed() {
+            return;
+        }
+        let error = ProtocolError::Rdmap(RdmapError::LocalCatastrophic);
+        self.fail(error, TerminateMessage::new(error), Culprit::None);
+    }
+
+    /// The stream fails: `term` goes out next, and every outstanding work
+    /// request completes, `culprit` with its own status, the rest with a
+    /// flush error (RFC 5041 §6.2.2, §7.1).
+    pub(super) fn fail(&mut self, error: ProtocolError, term: TerminateMessage, culprit: Culprit) {
+        if self.is_failed() {
+            return;
+        }
+        self.rx.stop();
+        self.events.push_back(Event::LocalError(error));
+        self.terminate_out = Some(term);
+        self.flush(culprit);
+        self.set_state(QpState::Terminate);
+    }
+
+    /// The peer's Terminate arrived: stop, report, flush; no Terminate goes
+    /// back: the stream is already dead at the peer.
+    pub(super) fn terminated_by_peer(&mut self, msg: TerminateMessage) {
+        if self.is_failed() {
+            return;
+        }
+        self.rx.stop();
+        self.events.push_back(Event::TerminateReceived(msg));
+        // A Read the peer refused carries the Read Request as its R copy:
+        // that read gets the peer's verdict.
+        let mut culprit = Culprit::None;
+        if let Some(req) = msg.rdmap.as_ref().and_then(|r| ReadRequest::parse(r)) {
+            if let Some(head) = self.orq.front() {
+                if head.sink_stag == req.sink_stag && head.sink_to == req.sink_to {
+                    let status = if msg.layer == 0 && msg.etype == 1 {
+                        CompletionStatus::RemoteAccessError
+                    } else {
+                        CompletionStatus::RemoteOperationError
+                    };
+                    culprit = Culprit::Read(status);
+                }
+            }
+        }
+        self.flush(culprit);
+        self.set_state(QpState::Error);
+    }
+
+    fn flush(&mut self, culprit: Culprit) {
+        let flush = CompletionStatus::FlushError;
+        self.sq_pending.clear();
+        self.tx = None;
+        self.irq.clear();
+        for (i, read) in self.orq.drain(..).enumerate() {
+            let status = match culprit {
+                Culprit::Read(s) if i == 0 => s,
+                _ => flush,
+            };
+            let idx = (read.seq - self.sq_base) as usize;
+            if let Some(slot) = self.sq_slots.get_mut(idx) {
+                slot.byte_len = read.received;
+                slot.status.get_or_insert(status);
+            }
+        }
+        if let Culprit::Sq(seq, status) = culprit {
+            if let Some(slot) = self.sq_slots.get_mut((seq - self.sq_base) as usize) {
+                slot.status.get_or_insert(status);
+            }
+        }
+        for slot in self.sq_slots.iter_mut() {
+            slot.status.get_or_insert(flush);
+        }
+        self.release_sq();
+        for (i, recv) in self.rq.drain(..).enumerate() {
+            let status = match culprit {
+                Culprit::Recv(s) if i == 0 => s,
+                _ => flush,
+            };
+            self.completions.push_back(Completion {
+                wr_id: recv.wr_id,
+                status,
+                opcode: CompletionOpcode::Recv,
+                byte_len: 0,
+                solicited: false,
+                invalidated: None,
+            });
+        }
+    }
+
+    /// Records the outcome of send-queue request `seq` and releases every
+    /// finished request at the head, so completions keep posting order.
+    pub(super) fn complete_sq(&mut self, seq: u64, status: CompletionStatus, byte_len: u32) {
+        if let Some(slot) = self
+            .sq_slots
+            .get_mut((seq.wrapping_sub(self.sq_base)) as usize)
+        {
+            slot.status = Some(status);
+            slot.byte_len = byte_len;
+        }
+        self.release_sq();
+    }
+
+    fn release_sq(&mut self) {
+        while self.sq_slots.front().is_some_and(|s| s.status.is_some()) {
+            let s = self.sq_slots.pop_front().expect("checked non-empty");
+            self.sq_base += 1;
+            self.completions.push_back(Completion {
+                wr_id: s.wr_id,
+                status: s.status.unwrap_or(CompletionStatus::FlushError),
+                opcode: s.opcode,
+                byte_len: s.byte_len,
+                solicited: false,
+                invalidated: None,
+            });
+        }
+    }
+
+    pub(super) fn push_completion(&mut self, c: Completion) {
+        self.completions.push_back(c);
+    }
+
+    pub(super) fn read_finished(&mut self) {
+        self.check_drained();
+    }
+
+    /// The next ULPDU to transmit, or `None` when there is nothing to send
+    /// now. A send-queue request completes when its last segment is
+    /// returned here: the LLP has taken it (RFC 5041 §5.4), so the runtime
+    /// must hand each `Transmit` to the framing layer before it delivers
+    /// completions polled after this call.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        if let Some(term) = self.terminate_out.take() {
+            let t = self.terminate_transmit(&term);
+            self.events.push_back(Event::TerminateSent(term));
+            self.set_state(QpState::Error);
+            return Some(t);
+        }
+        if !matches!(self.state, QpState::ReadyToSend | QpState::Closing) {
+            return None;
+        }
+        if self.tx.is_none() && !self.start_message() {
+            self.check_drained();
+            return None;
+        }
+        let t = self.next_segment();
+        if t.is_none() {
+            // The message failed locally: the Terminate goes out instead.
+            return self.poll_transmit();
+        }
+        t
+    }
+
+    fn terminate_transmit(&mut self, term: &TerminateMessage) -> Transmit {
+        let mut payload = [0u8; TERMINATE_MAX_LEN];
+        let n = term.emit(&mut payload);
+        let msn = self.tx_msn[QN_TERMINATE as usize];
+        self.tx_msn[QN_TERMINATE as usize] = msn.wrapping_add(1);
+        let h = SegmentHeader::Untagged(UntaggedHeader {
+            last: true,
+            rsvd_ulp: Opcode::Terminate.control(),
+            rsvd_ulp_word: 0,
+            qn: QN_TERMINATE,
+            msn,
+            mo: 0,
+        });
+        let mut hb = [0u8; UNTAGGED_HEADER_LEN];
+        h.emit(&mut hb);
+        Transmit::new(&hb, TxPayload::Inline(InlinePayload::new(&payload[..n])))
+    }
+
+    /// Picks the next message: read responses and send-queue messages
+    /// alternate, a Read Request waits while ORD reads are outstanding.
+    fn start_message(&mut self) -> bool {
+        let sq_ready = match self.sq_pending.front() {
+            Some(SqWork::Read { .. }) => self.orq.len() < self.cfg.ord.max(1),
+            Some(_) => true,
+            None => false,
+        };
+        let irq_ready = !self.irq.is_empty();
+        let from_irq = match (sq_ready, irq_ready) {
+            (false, false) => return false,
+            (true, false) => false,
+            (false, true) => true,
+            (true, true) => !self.last_from_irq,
+        };
+        self.last_from_irq = from_irq;
+        if from_irq {
+            let job = self.irq.front().expect("checked non-empty");
+            self.tx = Some(TxMessage {
+                kind: TxKind::ReadResponse {
+                    stag: job.request.sink_stag,
+                    to: job.request.sink_to,
+                },
+                seg: Segmenter::new(job.request.size as u64),
+                source: job.source.clone(),
+            });
+            return true;
+        }
+        let work = self.sq_pending.pop_front().expect("checked non-empty");
+        let msg = match work {
+            SqWork::Send {
+                seq,
+                opcode,
+                invalidate,
+                source,
+                len,
+            } => {
+                let msn = self.tx_msn[QN_SEND as usize];
+                self.tx_msn[QN_SEND as usize] = msn.wrapping_add(1);
+                TxMessage {
+                    kind: TxKind::Send {
+                        seq,
+                        opcode,
+                        invalidate,
+                        msn,
+                    },
+                    seg: Segmenter::new(len as u64),
+                    source,
+                }
+            }
+            SqWork::Write {
+                seq,
+                source,
+                len,
+                stag,
+                to,
+            } => TxMessage {
+                kind: TxKind::Write { seq, stag, to },
+                seg: Segmenter::new(len as u64),
+                source,
+            },
+            SqWork::Read { seq, request } => {
+                let msn = self.tx_msn[QN_READ_REQUEST as usize];
+                self.tx_msn[QN_READ_REQUEST as usize] = msn.wrapping_add(1);
+                self.orq.push_back(OutstandingRead {
+                    seq,
+                    sink_stag: request.sink_stag,
+                    sink_to: request.sink_to,
+                    len: request.size,
+                    received: 0,
+                });
+                TxMessage {
+                    kind: TxKind::ReadRequest { request, msn },
+                    seg: Segmenter::new(READ_REQUEST_LEN as u64),
+                    source: None,
+                }
+            }
+        };
+        self.tx = Some(msg);
+        true
+    }
+
+    /// Cuts the next segment of the current message. `None` if its source
+    /// turned out invalid (the stream then fails).
+    fn next_segment(&mut self) -> Option<Transmit> {
+        let mulpdu = self.mulpdu;
+        let msg = self.tx.as_mut().expect("a message is in progress");
+        let tagged = matches!(msg.kind, TxKind::Write { .. } | TxKind::ReadResponse { .. });
+        let hlen = if tagged {
+            TAGGED_HEADER_LEN
+        } else {
+            UNTAGGED_HEADER_LEN
+        };
+        let span = match msg.kind {
+            // RDMA Read Request: one segment, MO 0 (RFC 5040 §4.4).
+            TxKind::ReadRequest { .. } => msg.seg.next_segment(usize::MAX, 0),
+            _ => msg.seg.next_segment(mulpdu, hlen),
+        }
+        .expect("message not finished");
+        let payload = match &msg.source {
+            Some(src) if span.len > 0 => {
+                let slice = src
+                    .sub(span.offset as usize, span.len)
+                    .expect("segment lies within the message");
+                if !slice.is_valid() {
+                    self.source_invalidated();
+                    return None;
+                }
+                TxPayload::Region(slice)
+            }
+            _ => TxPayload::None,
+        };
+        let kind = msg.kind;
+        let header = match kind {
+            TxKind::Send {
+                opcode,
+                invalidate,
+                msn,
+                ..
+            } => SegmentHeader::Untagged(UntaggedHeader {
+                last: span.last,
+                rsvd_ulp: opcode.control(),
+                rsvd_ulp_word: invalidate.0,
+                qn: QN_SEND,
+                msn,
+                mo: span.offset as u32,
+            }),
+            TxKind::ReadRequest { msn, .. } => SegmentHeader::Untagged(UntaggedHeader {
+                last: true,
+                rsvd_ulp: Opcode::ReadRequest.control(),
+                rsvd_ulp_word: 0,
+                qn: QN_READ_REQUEST,
+                msn,
+                mo: 0,
+            }),
+            TxKind::Write { stag, to, .. } => SegmentHeader::Tagged(TaggedHeader {
+                last: span.last,
+                rsvd_ulp: Opcode::RdmaWrite.control(),
+                stag,
+                to: to.wrapping_add(span.offset),
+            }),
+            TxKind::ReadResponse { stag, to } => SegmentHeader::Tagged(TaggedHeader {
+                last: span.last,
+                rsvd_ulp: Opcode::ReadResponse.control(),
+                stag,
+                to: to.wrapping_add(span.offset),
+            }),
+        };
+        let mut hb = [0u8; UNTAGGED_HEADER_LEN];
+        let n = header.emit(&mut hb);
+        let payload = match kind {
+            TxKind::ReadRequest { request, .. } => {
+                TxPayload::Inline(InlinePayload::new(&request.to_bytes()))
+            }
+            _ => payload,
+        };
+        let t = Transmit::new(&hb[..n], payload);
+        if span.last {
+            self.tx = None;
+            match kind {
+                TxKind::Send { seq, .. } | TxKind::Write { seq, .. } => {
+                    let len = self.sq_slots[(seq - self.sq_base) as usize].byte_len;
+                    self.complete_sq(seq, CompletionStatus::Success, len);
+                }
+                TxKind::ReadRequest { .. } => {}
+                TxKind::ReadResponse { .. } => {
+                    self.irq.pop_front();
+                }
+            }
+            self.check_drained();
+        }
+        Some(t)
+    }
+
+    /// The source of the message being sent was invalidated. For a Read
+    /// Response that is the peer's remote protection error (invalid STag)
+    /// and the Terminate carries its Read Request; for the local user's
+    /// own Send or Write it is a local error.
+    fn source_invalidated(&mut self) {
+        let msg = self.tx.take().expect("a message is in progress");
+        match msg.kind {
+            TxKind::ReadResponse { .. } => {
+                let job = self.irq.pop_front().expect("response has a job");
+                let error = ProtocolError::Rdmap(RdmapError::RemoteProtection(
+                    super::error::ProtectionError::InvalidStag,
+                ));
+                let mut term = TerminateMessage::new(error);
+                term.ddp = job.ddp;
+                term.rdmap = Some(job.request.to_bytes());
+                self.fail(error, term, Culprit::None);
+            }
+            TxKind::Send { seq, .. } | TxKind::Write { seq, .. } => {
+                let error = ProtocolError::Rdmap(RdmapError::LocalCatastrophic);
+                self.fail(
+                    error,
+                    TerminateMessage::new(error),
+                    Culprit::Sq(seq, CompletionStatus::LocalProtectionError),
+                );
+            }
+            TxKind::ReadRequest { .. } => unreachable!("a Read Request has no region payload"),
+        }
+    }
+}

@@ -1,0 +1,737 @@
+//! The receive side of a queue pair: DDP segment checks (RFC 5041 §7.1),
+//! placement, in-order delivery (§5.3, §5.4) and the RDMAP processing of
+//! each message (RFC 5040 §5, §7).
+//!
+//! A ULPDU arrives as `ulpdu_begin`, pieces, `ulpdu_end`
+//! ([`UlpduSink`]). The header is gathered from the first pieces and
+//! checked as soon as it is complete; payload is then placed piece by
+//! piece, each piece under the region lock, so an STag invalidated in the
+//! middle of a segment stops placement at once. An error is held until
+//! `ulpdu_end`: if the framing layer finds the ULPDU damaged instead, the
+//! runtime reports that ([`QueuePair::handle_llp_error`]) and the held
+//! error is dropped. Nothing is delivered before `ulpdu_end`.
+
+use crate::ddp::header::header_len;
+use crate::ddp::{
+    DdpError, Segment, SegmentHeader, TaggedError, TaggedHeader, UntaggedError, UntaggedHeader,
+    DDP_VERSION, UNTAGGED_HEADER_LEN,
+};
+use crate::framing::UlpduSink;
+use crate::memory::{Access, AccessViolation, MemoryBuffer, RegionSlice, STag};
+
+use super::error::{OperationError, ProtectionError, ProtocolError, RdmapError};
+use super::opcode::{
+    control_opcode, control_version, Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, RDMAP_VERSION,
+};
+use super::queue_pair::{Culprit, QueuePair, ReadJob};
+use super::read_request::{ReadRequest, READ_REQUEST_LEN};
+use super::terminate::{TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
+use super::work::{Completion, CompletionOpcode, CompletionStatus};
+
+/// Where the payload of the current segment goes.
+#[derive(Debug)]
+enum Target {
+    /// Nowhere: zero-length, or the segment is being discarded.
+    None,
+    /// Into a region, from offset `at` of the slice on.
+    Region { slice: RegionSlice, at: usize },
+    /// Into the inline buffer (Read Request, Terminate).
+    Inline,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Between ULPDUs.
+    Idle,
+    /// Gathering the DDP header.
+    Header,
+    /// Header checked; payload flows to the target.
+    Payload,
+    /// Stream stopped: everything is dropped silently (RFC 5041 §7.1).
+    Stopped,
+}
+
+/// An error found in the current ULPDU, reported at its end.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    error: ProtocolError,
+    /// Include the D copy (the header layout is known).
+    copy_ddp: bool,
+    culprit: Culprit,
+}
+
+/// A tagged message whose last segment has not arrived yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TaggedInProgress {
+    opcode: Opcode,
+    stag: STag,
+    next_to: u64,
+}
+
+/// Receive state of a queue pair.
+#[derive(Debug)]
+pub(super) struct Rx {
+    phase: Phase,
+    ulpdu_len: usize,
+    consumed: usize,
+    hdr: [u8; UNTAGGED_HEADER_LEN],
+    hdr_have: usize,
+    header: Option<SegmentHeader>,
+    opcode: Option<Opcode>,
+    target: Target,
+    inline: [u8; TERMINATE_MAX_LEN],
+    inline_len: usize,
+    pending: Option<Pending>,
+    /// Next expected MSN per untagged queue (RFC 5041 §4.3: starts at 1).
+    msn: [u32; 3],
+    /// Octets of the current Send message placed so far.
+    send_progress: u32,
+    tagged: Option<TaggedInProgress>,
+}
+
+impl Rx {
+    pub(super) fn new() -> Self {
+        Self {
+            phase: Phase::Idle,
+            ulpdu_len: 0,
+            consumed: 0,
+            hdr: [0; UNTAGGED_HEADER_LEN],
+            hdr_have: 0,
+            header: None,
+            opcode: None,
+            target: Target::None,
+            inline: [0; TERMINATE_MAX_LEN],
+            inline_len: 0,
+            pending: None,
+            msn: [1; 3],
+            send_progress: 0,
+            tagged: None,
+        }
+    }
+
+    pub(super) fn stop(&mut self) {
+        self.phase = Phase::Stopped;
+        self.target = Target::None;
+        self.pending = None;
+    }
+
+    fn hdr_need(&self) -> usize {
+        if self.hdr_have == 0 {
+            1
+        } else {
+            header_len(self.hdr[0])
+        }
+    }
+}
+
+/// Where the next payload octets of the current segment go, for direct
+/// placement: `len` octets at `offset` of `buffer`.
+#[derive(Debug, Clone)]
+pub struct PlacementTarget {
+    /// The region's buffer.
+    pub buffer: MemoryBuffer,
+    /// Offset of the next octet in it.
+    pub offset: usize,
+    /// Octets of this segment still to place there.
+    pub len: usize,
+}
+
+fn tagged_error(v: AccessViolation) -> ProtocolError {
+    match v {
+        AccessViolation::InvalidStag => DdpError::Tagged(TaggedError::InvalidStag).into(),
+        AccessViolation::NotAssociated => DdpError::Tagged(TaggedError::NotAssociated).into(),
+        AccessViolation::BaseBounds => DdpError::Tagged(TaggedError::BaseBounds).into(),
+        AccessViolation::ToWrap => DdpError::Tagged(TaggedError::ToWrap).into(),
+        // RFC 5041 has no code for a right the region lacks; RFC 5040's
+        // remote protection error does (Intel irdma does the same).
+        AccessViolation::AccessRights => {
+            RdmapError::RemoteProtection(ProtectionError::AccessRights).into()
+        }
+    }
+}
+
+fn protection_error(v: AccessViolation) -> ProtocolError {
+    let p = match v {
+        AccessViolation::InvalidStag => ProtectionError::InvalidStag,
+        AccessViolation::NotAssociated => ProtectionError::NotAssociated,
+        AccessViolation::BaseBounds => ProtectionError::BaseBounds,
+        AccessViolation::ToWrap => ProtectionError::ToWrap,
+        AccessViolation::AccessRights => ProtectionError::AccessRights,
+    };
+    RdmapError::RemoteProtection(p).into()
+}
+
+fn untagged(e: UntaggedError) -> ProtocolError {
+    DdpError::Untagged(e).into()
+}
+
+fn operation(e: OperationError) -> ProtocolError {
+    RdmapError::RemoteOperation(e).into()
+}
+
+fn held(error: ProtocolError, culprit: Culprit) -> Pending {
+    Pending {
+        error,
+        copy_ddp: true,
+        culprit,
+    }
+}
+
+impl QueuePair {
+    /// True while received ULPDUs are processed.
+    pub fn is_receiving(&self) -> bool {
+        self.rx.phase != Phase::Stopped
+    }
+
+    fn hold(&mut self, p: Pending) {
+        if self.rx.pending.is_none() {
+            self.rx.pending = Some(p);
+        }
+        self.rx.target = match self.rx.opcode {
+            // Keep gathering a Read Request for the Terminate's R copy.
+            Some(Opcode::ReadRequest) if self.rx.header.is_some() => Target::Inline,
+            _ => Target::None,
+        };
+    }
+
+    /// The header is complete: check it and decide where the payload goes.
+    fn on_header(&mut self) {
+        let ctrl = self.rx.hdr[0];
+        let tagged = ctrl & 0x80 != 0;
+        // RFC 5041 §4.1: DV must be 1. Checked first, because the rest of
+        // the header's layout depends on it; no D copy for the same reason.
+        if ctrl & 0x03 != DDP_VERSION {
+            let e = if tagged {
+                DdpError::Tagged(TaggedError::InvalidVersion)
+            } else {
+                DdpError::Untagged(UntaggedError::InvalidVersion)
+            };
+            self.hold(Pending {
+                error: e.into(),
+                copy_ddp: false,
+                culprit: Culprit::None,
+            });
+            return;
+        }
+        let seg =
+            Segment::new_checked(&self.rx.hdr[..self.rx.hdr_have]).expect("whole header gathered");
+        let header = seg.repr();
+        self.rx.header = Some(header);
+        let payload_len = self.rx.ulpdu_len - header.len();
+        let control = header.rsvd_ulp();
+        // RFC 5040 §4.2: RV must be 1; the opcode must be defined and use
+        // the buffer model it is defined for.
+        if control_version(control) != RDMAP_VERSION {
+            return self.hold(held(
+                operation(OperationError::InvalidVersion),
+                Culprit::None,
+            ));
+        }
+        let opcode = match Opcode::from_bits(control_opcode(control)) {
+            Some(op) if op.is_tagged() == tagged => op,
+            _ => {
+                return self.hold(held(
+                    operation(OperationError::UnexpectedOpcode),
+                    Culprit::None,
+                ))
+            }
+        };
+        self.rx.opcode = Some(opcode);
+        let checked = match header {
+            SegmentHeader::Tagged(h) => self.check_tagged(opcode, &h, payload_len),
+            SegmentHeader::Untagged(h) => self.check_untagged(opcode, &h, payload_len),
+        };
+        match checked {
+            Ok(target) => self.rx.target = target,
+            Err(p) => self.hold(p),
+        }
+    }
+
+    /// RFC 5041 §7.1, tagged checks, for an RDMA Write or Read Response.
+    fn check_tagged(
+        &mut self,
+        opcode: Opcode,
+        h: &TaggedHeader,
+        len: usize,
+    ) -> Result<Target, Pending> {
+        // Segments of one tagged message follow each other (RFC 5040 §5.5:
+        // a tagged message is not interleaved with another tagged one);
+        // each carries the same STag and the next TO (RFC 5041 §5.2).
+        let expect = match opcode {
+            Opcode::ReadResponse => {
+                let Some(head) = self.orq.front() else {
+                    // A Read Response with no Read outstanding.
+                    return Err(held(
+                        operation(OperationError::UnexpectedOpcode),
+                        Culprit::None,
+                    ));
+                };
+                Some(TaggedInProgress {
+                    opcode,
+                    stag: head.sink_stag,
+                    next_to: head.sink_to.wrapping_add(head.received as u64),
+                })
+            }
+            _ => self.rx.tagged,
+        };
+        let culprit = |s| {
+            if opcode == Opcode::ReadResponse {
+                Culprit::Read(s)
+            } else {
+                Culprit::None
+            }
+        };
+        let fatal = culprit(CompletionStatus::FatalError);
+        if let Some(t) = self.rx.tagged {
+            if t.opcode != opcode {
+                return Err(held(operation(OperationError::UnexpectedOpcode), fatal));
+            }
+        }
+        if opcode == Opcode::ReadResponse {
+            let head = self.orq.front().expect("checked above");
+            let total = head.received as u64 + len as u64;
+            if total > head.len as u64 || (h.last && total != head.len as u64) {
+                return Err(held(
+                    DdpError::Tagged(TaggedError::BaseBounds).into(),
+                    fatal,
+                ));
+            }
+        }
+        if len == 0 {
+            // RFC 5041 §5.2: STag and TO of a zero-length segment are not
+            // checked.
+            return Ok(Target::None);
+        }
+        if let Some(t) = expect {
+            if h.stag != t.stag {
+                return Err(held(
+                    DdpError::Tagged(TaggedError::InvalidStag).into(),
+                    fatal,
+                ));
+            }
+            if h.to != t.next_to {
+                return Err(held(
+                    DdpError::Tagged(TaggedError::BaseBounds).into(),
+                    fatal,
+                ));
+            }
+        }
+        // Checks 1 to 5 against the memory table.
+        match self.table.check_remote(
+            h.stag,
+            self.cfg.pd,
+            self.cfg.stream,
+            Access::REMOTE_WRITE,
+            h.to,
+            len as u64,
+        ) {
+            Ok(slice) => Ok(Target::Region { slice, at: 0 }),
+            Err(v) => Err(held(
+                tagged_error(v),
+                culprit(CompletionStatus::LocalProtectionError),
+            )),
+        }
+    }
+
+    /// RFC 5041 §7.1, untagged checks, for Sends, Read Requests and
+    /// Terminates.
+    fn check_untagged(
+        &mut self,
+        opcode: Opcode,
+        h: &UntaggedHeader,
+        len: usize,
+    ) -> Result<Target, Pending> {
+        // Check 1: the QN is valid for this stream; RDMAP gives each
+        // message type its own queue (RFC 5040 §4.2).
+        if opcode.queue() != Some(h.qn) {
+            return Err(held(untagged(UntaggedError::InvalidQn), Culprit::None));
+        }
+        let expected = self.rx.msn[h.qn as usize];
+        let ahead = h.msn.wrapping_sub(expected) as usize;
+        let (cap, progress) = match h.qn {
+            QN_SEND => {
+                // Check 2: a posted receive for this MSN.
+                if self.rq.is_empty() {
+                    return Err(held(untagged(UntaggedError::NoBuffer), Culprit::None));
+                }
+                // Outside the window of posted buffers, the MSN has no
+                // buffer and is out of range (check 5).
+                let Some(buf) = self.rq.get(ahead) else {
+                    return Err(held(untagged(UntaggedError::MsnRange), Culprit::None));
+                };
+                (buf.len as usize, self.rx.send_progress)
+            }
+            QN_READ_REQUEST => {
+                // Check 2: the "buffers" of QN 1 are the IRD slots.
+                if self.irq.len() >= self.cfg.ird.max(1) {
+                    return Err(held(untagged(UntaggedError::NoBuffer), Culprit::None));
+                }
+                (READ_REQUEST_LEN, 0)
+            }
+            _ => (TERMINATE_MAX_LEN, 0),
+        };
+        let recv = |s| {
+            if h.qn == QN_SEND && ahead == 0 {
+                Culprit::Recv(s)
+            } else {
+                Culprit::None
+            }
+        };
+        let mo = h.mo as usize;
+        // Check 3: MO within the buffer. Over an in-order LLP it must also
+        // continue the message exactly where the last segment ended.
+        if (len > 0 && mo >= cap) || mo > cap || (ahead == 0 && h.mo != progress) {
+            return Err(held(
+                untagged(UntaggedError::InvalidMo),
+                recv(CompletionStatus::FatalError),
+            ));
+        }
+        // Check 4: MO + length within the buffer.
+        if mo + len > cap {
+            return Err(held(
+                untagged(UntaggedError::TooLong),
+                recv(CompletionStatus::LocalLengthError),
+            ));
+        }
+        // Check 5: the MSN is the one in order (messages are delivered in
+        // order, one at a time per queue).
+        if ahead != 0 {
+            return Err(held(untagged(UntaggedError::MsnRange), Culprit::None));
+        }
+        match opcode {
+            Opcode::ReadRequest if !h.last || len != READ_REQUEST_LEN => {
+                // RFC 5040 §4.4: one segment carrying the whole header.
+                Err(held(operation(OperationError::Unspecified), Culprit::None))
+            }
+            Opcode::ReadRequest | Opcode::Terminate => Ok(Target::Inline),
+            _ if len == 0 => Ok(Target::None),
+            _ => {
+                let buf = self.rq.front().expect("checked non-empty");
+                let slice = buf
+                    .buffer
+                    .as_ref()
+                    .and_then(|b| b.sub(mo, len))
+                    .expect("MO and length checked against the buffer");
+                Ok(Target::Region { slice, at: 0 })
+            }
+        }
+    }
+
+    /// Where the next payload octets of the current segment go, if they go
+    /// into a region: for a runtime that reads them from the socket
+    /// straight into place with [`QueuePair::place_direct`]. `None` when
+    /// the payload must come through [`UlpduSink::ulpdu_data`] (header not
+    /// yet complete, inline payload, or a segment being discarded).
+    pub fn placement_target(&self) -> Option<PlacementTarget> {
+        match (&self.rx.phase, &self.rx.target) {
+            (Phase::Payload, Target::Region { slice, at }) if *at < slice.len() => {
+                Some(PlacementTarget {
+                    buffer: slice.buffer().clone(),
+                    offset: slice.offset() + at,
+                    len: slice.len() - at,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Direct placement: calls `fill` with the next at most `max` octets
+    /// of the target region (see [`QueuePair::placement_target`]), while
+    /// the STag is held valid; `fill` writes the payload there (from the
+    /// socket, say) and returns how many octets it wrote. Returns that
+    /// count (0 if there is no region target). The octets count as
+    /// received ULPDU data exactly as if passed to `ulpdu_data`, and go
+    /// through the same checks.
+    pub fn place_direct(&mut self, max: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> usize {
+        let (slice, at) = match (&self.rx.phase, &self.rx.target) {
+            (Phase::Payload, Target::Region { slice, at }) => (slice.clone(), *at),
+            _ => return 0,
+        };
+        let n = max.min(slice.len() - at);
+        if n == 0 {
+            return 0;
+        }
+        match slice.write_with(at, n, |dst| fill(dst).min(n)) {
+            Ok(k) => {
+                self.rx.consumed += k;
+                if let Target::Region { at, .. } = &mut self.rx.target {
+                    *at += k;
+                }
+                k
+            }
+            Err(v) => {
+                self.placement_failed(v);
+                0
+            }
+        }
+    }
+
+    /// The region was invalidated in the middle of the segment.
+    fn placement_failed(&mut self, v: AccessViolation) {
+        let p = match self.rx.opcode {
+            Some(op) if op.is_tagged() => held(
+                tagged_error(v),
+                if op == Opcode::ReadResponse {
+                    Culprit::Read(CompletionStatus::LocalProtectionError)
+                } else {
+                    Culprit::None
+                },
+            ),
+            // The local user invalidated their own receive buffer.
+            _ => held(
+                DdpError::LocalCatastrophic.into(),
+                Culprit::Recv(CompletionStatus::LocalProtectionError),
+            ),
+        };
+        self.hold(p);
+    }
+
+    fn on_payload(&mut self, bytes: &[u8]) {
+        match &mut self.rx.target {
+            Target::None => {}
+            Target::Inline => {
+                let room = TERMINATE_MAX_LEN - self.rx.inline_len;
+                let n = bytes.len().min(room);
+                self.rx.inline[self.rx.inline_len..self.rx.inline_len + n]
+                    .copy_from_slice(&bytes[..n]);
+                self.rx.inline_len += n;
+            }
+            Target::Region { slice, at } => {
+                let n = bytes.len().min(slice.len() - *at);
+                match slice.write_with(*at, n, |dst| dst.copy_from_slice(&bytes[..n])) {
+                    Ok(()) => *at += n,
+                    Err(v) => self.placement_failed(v),
+                }
+            }
+        }
+    }
+
+    /// Builds the Terminate for a held error: D copy (segment length as
+    /// MPA carried it, then the DDP header) and, for a Read Request, the
+    /// R copy.
+    fn terminate_for(&self, p: &Pending) -> TerminateMessage {
+        let mut t = TerminateMessage::new(p.error);
+        if p.copy_ddp && self.rx.header.is_some() {
+            let seg_len = u16::try_from(self.rx.ulpdu_len).ok();
+            t.ddp = TerminatedDdp::new(seg_len, &self.rx.hdr[..self.rx.hdr_have]);
+            if self.rx.opcode == Some(Opcode::ReadRequest) && self.rx.inline_len >= READ_REQUEST_LEN
+            {
+                let mut r = [0u8; READ_REQUEST_LEN];
+                r.copy_from_slice(&self.rx.inline[..READ_REQUEST_LEN]);
+                t.rdmap = Some(r);
+            }
+        }
+        t
+    }
+
+    fn fail_rx(&mut self, p: Pending) -> ProtocolError {
+        let term = self.terminate_for(&p);
+        self.fail(p.error, term, p.culprit);
+        p.error
+    }
+
+    /// The segment passed every check and is complete: advance, and
+    /// deliver its message if this was the last segment (RFC 5041 §5.4).
+    fn on_segment_end(&mut self) -> Result<(), Pending> {
+        let header = self.rx.header.expect("header parsed");
+        let opcode = self.rx.opcode.expect("opcode parsed");
+        let len = (self.rx.ulpdu_len - header.len()) as u32;
+        match header {
+            SegmentHeader::Tagged(h) => {
+                self.rx.tagged = (!h.last).then_some(TaggedInProgress {
+                    opcode,
+                    stag: h.stag,
+                    next_to: h.to.wrapping_add(len as u64),
+                });
+                if opcode == Opcode::ReadResponse {
+                    let head = self.orq.front_mut().expect("checked at header");
+                    head.received += len;
+                    if h.last {
+                        let head = self.orq.pop_front().expect("checked at header");
+                        self.complete_sq(head.seq, CompletionStatus::Success, head.received);
+                        self.read_finished();
+                    }
+                }
+                Ok(())
+            }
+            SegmentHeader::Untagged(h) => match h.qn {
+                QN_SEND => {
+                    self.rx.send_progress += len;
+                    if h.last {
+                        self.deliver_send(opcode, &h)?;
+                    }
+                    Ok(())
+                }
+                QN_READ_REQUEST => {
+                    self.rx.msn[QN_READ_REQUEST as usize] = h.msn.wrapping_add(1);
+                    self.accept_read_request(&header)
+                }
+                _ => {
+                    self.rx.msn[QN_TERMINATE as usize] = h.msn.wrapping_add(1);
+                    let msg = TerminateMessage::parse(&self.rx.inline[..self.rx.inline_len])
+                        .unwrap_or(TerminateMessage {
+                            layer: 0xf,
+                            etype: 0xf,
+                            code: 0xff,
+                            ddp: None,
+                            rdmap: None,
+                        });
+                    self.terminated_by_peer(msg);
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// Delivers a complete Send into its receive (RFC 5040 §5.3), after
+    /// invalidating the STag a Send with Invalidate names (§5.4).
+    fn deliver_send(&mut self, opcode: Opcode, h: &UntaggedHeader) -> Result<(), Pending> {
+        let byte_len = self.rx.send_progress;
+        self.rx.send_progress = 0;
+        self.rx.msn[QN_SEND as usize] = h.msn.wrapping_add(1);
+        let mut invalidated = None;
+        if matches!(
+            opcode,
+            Opcode::SendInvalidate | Opcode::SendSolicitedInvalidate
+        ) {
+            let stag = STag(h.rsvd_ulp_word);
+            match self
+                .table
+                .invalidate_remote(stag, self.cfg.pd, self.cfg.stream)
+            {
+                Ok(()) => invalidated = Some(stag),
+                Err(v) => {
+                    // Another domain's STag is a protection matter; an STag
+                    // that does not exist or is already invalid is an
+                    // operation error (as Intel irdma reports them).
+                    let e = if v == AccessViolation::NotAssociated {
+                        RdmapError::RemoteProtection(ProtectionError::CannotInvalidate)
+                    } else {
+                        RdmapError::RemoteOperation(OperationError::CannotInvalidate)
+                    };
+                    return Err(held(
+                        e.into(),
+                        Culprit::Recv(CompletionStatus::RemoteInvalidateError),
+                    ));
+                }
+            }
+        }
+        let recv = self.rq.pop_front().expect("checked at header");
+        self.push_completion(Completion {
+            wr_id: recv.wr_id,
+            status: CompletionStatus::Success,
+            opcode: CompletionOpcode::Recv,
+            byte_len,
+            solicited: matches!(
+                opcode,
+                Opcode::SendSolicited | Opcode::SendSolicitedInvalidate
+            ),
+            invalidated,
+        });
+        Ok(())
+    }
+
+    /// RFC 5040 §5.2 and §7: the responder checks the data source (valid,
+    /// associated, readable remotely, in bounds, no wrap) and queues the
+    /// response. A zero-length Read's source is not checked.
+    fn accept_read_request(&mut self, header: &SegmentHeader) -> Result<(), Pending> {
+        let request = ReadRequest::parse(&self.rx.inline[..self.rx.inline_len])
+            .expect("length checked at header");
+        let source = if request.size == 0 {
+            None
+        } else {
+            match self.table.check_remote(
+                request.source_stag,
+                self.cfg.pd,
+                self.cfg.stream,
+                Access::REMOTE_READ,
+                request.source_to,
+                request.size as u64,
+            ) {
+                Ok(s) => Some(s),
+                Err(v) => return Err(held(protection_error(v), Culprit::None)),
+            }
+        };
+        let mut hb = [0u8; UNTAGGED_HEADER_LEN];
+        header.emit(&mut hb);
+        let seg_len = u16::try_from(self.rx.ulpdu_len).ok();
+        self.irq.push_back(ReadJob {
+            source,
+            request,
+            ddp: TerminatedDdp::new(seg_len, &self.rx.hdr[..self.rx.hdr_have]),
+        });
+        Ok(())
+    }
+}
+
+impl UlpduSink for QueuePair {
+    type Error = ProtocolError;
+
+    fn ulpdu_begin(&mut self, len: usize) -> Result<(), ProtocolError> {
+        if self.rx.phase == Phase::Stopped {
+            return Ok(());
+        }
+        let rx = &mut self.rx;
+        rx.phase = Phase::Header;
+        rx.ulpdu_len = len;
+        rx.consumed = 0;
+        rx.hdr_have = 0;
+        rx.header = None;
+        rx.opcode = None;
+        rx.target = Target::None;
+        rx.inline_len = 0;
+        rx.pending = None;
+        Ok(())
+    }
+
+    fn ulpdu_data(&mut self, mut bytes: &[u8]) -> Result<(), ProtocolError> {
+        if self.rx.phase == Phase::Stopped || self.rx.phase == Phase::Idle {
+            return Ok(());
+        }
+        self.rx.consumed += bytes.len();
+        while self.rx.phase == Phase::Header && !bytes.is_empty() {
+            let need = self.rx.hdr_need() - self.rx.hdr_have;
+            let n = need.min(bytes.len());
+            self.rx.hdr[self.rx.hdr_have..self.rx.hdr_have + n].copy_from_slice(&bytes[..n]);
+            self.rx.hdr_have += n;
+            bytes = &bytes[n..];
+            if self.rx.hdr_have == header_len(self.rx.hdr[0]) {
+                self.rx.phase = Phase::Payload;
+                if self.rx.hdr_have <= self.rx.ulpdu_len {
+                    self.on_header();
+                }
+            }
+        }
+        if !bytes.is_empty() && self.rx.phase == Phase::Payload {
+            self.on_payload(bytes);
+        }
+        Ok(())
+    }
+
+    fn ulpdu_end(&mut self) -> Result<(), ProtocolError> {
+        if matches!(self.rx.phase, Phase::Stopped | Phase::Idle) {
+            return Ok(());
+        }
+        let complete = self.rx.phase == Phase::Payload
+            && self.rx.hdr_have <= self.rx.ulpdu_len
+            && self.rx.consumed == self.rx.ulpdu_len;
+        self.rx.phase = Phase::Idle;
+        self.rx.target = Target::None;
+        if !complete {
+            // A ULPDU shorter than its DDP header (or a framing layer that
+            // broke the sink contract): no header to copy.
+            return Err(self.fail_rx(Pending {
+                error: DdpError::LocalCatastrophic.into(),
+                copy_ddp: false,
+                culprit: Culprit::None,
+            }));
+        }
+        if let Some(p) = self.rx.pending.take() {
+            return Err(self.fail_rx(p));
+        }
+        match self.on_segment_end() {
+            Ok(()) => Ok(()),
+            Err(p) => Err(self.fail_rx(p)),
+        }
+    }
+}

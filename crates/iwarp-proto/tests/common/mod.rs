@@ -1,0 +1,229 @@
+//! Test harness: queue pairs wired back to back through an in-memory
+//! framing that hands each ULPDU over in random pieces.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use iwarp_proto::framing::UlpduSink;
+use iwarp_proto::memory::{
+    Access, MemoryBuffer, MemoryTable, ProtectionDomain, RegionSpec, STag, StreamId,
+};
+use iwarp_proto::rdmap::{Completion, Event, ProtocolError, QueuePair, QueuePairConfig, Sge};
+
+/// A small deterministic generator (splitmix64).
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+/// Octets around every test region, checked untouched afterwards.
+pub const CANARY: u8 = 0xee;
+pub const GUARD: usize = 64;
+
+/// A region inside a larger buffer with canary octets on both sides.
+#[derive(Debug, Clone)]
+pub struct Region {
+    pub stag: STag,
+    pub buffer: MemoryBuffer,
+    pub base_to: u64,
+    pub len: usize,
+}
+
+impl Region {
+    pub fn sge(&self, at: usize, len: usize) -> Sge {
+        Sge {
+            stag: self.stag,
+            to: self.base_to + at as u64,
+            len: len as u32,
+        }
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        self.buffer.read()[GUARD..GUARD + self.len].to_vec()
+    }
+
+    pub fn fill(&self, data: &[u8]) {
+        self.buffer.write()[GUARD..GUARD + data.len()].copy_from_slice(data);
+    }
+
+    /// Panics if an octet outside the region changed.
+    pub fn assert_canaries(&self) {
+        let b = self.buffer.read();
+        assert!(
+            b[..GUARD].iter().all(|&x| x == CANARY),
+            "canary before region"
+        );
+        assert!(
+            b[GUARD + self.len..].iter().all(|&x| x == CANARY),
+            "canary after region"
+        );
+    }
+}
+
+pub fn register(
+    table: &MemoryTable,
+    pd: ProtectionDomain,
+    len: usize,
+    base_to: u64,
+    access: Access,
+    fill: u8,
+) -> Region {
+    let mut v = vec![CANARY; GUARD + len + GUARD];
+    v[GUARD..GUARD + len].fill(fill);
+    let buffer = MemoryBuffer::from(v);
+    let spec = RegionSpec {
+        pd,
+        buffer: buffer.clone(),
+        offset: GUARD,
+        len,
+        base_to,
+        access,
+        stream: None,
+        key: 0x42,
+    };
+    let stag = table.register(spec).unwrap();
+    Region {
+        stag,
+        buffer,
+        base_to,
+        len,
+    }
+}
+
+/// One end: a memory table, a domain, a queue pair.
+pub struct Node {
+    pub table: Arc<MemoryTable>,
+    pub pd: ProtectionDomain,
+    pub qp: QueuePair,
+    pub completions: Vec<Completion>,
+    pub events: Vec<Event>,
+}
+
+impl Node {
+    pub fn new(stream: u64, tweak: impl FnOnce(&mut QueuePairConfig)) -> Self {
+        let table = Arc::new(MemoryTable::new());
+        let pd = table.alloc_pd();
+        let mut cfg = QueuePairConfig::new(pd, StreamId(stream));
+        tweak(&mut cfg);
+        let qp = QueuePair::new(cfg, Arc::clone(&table));
+        Self {
+            table,
+            pd,
+            qp,
+            completions: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    pub fn region(&self, len: usize, base_to: u64, access: Access, fill: u8) -> Region {
+        register(&self.table, self.pd, len, base_to, access, fill)
+    }
+
+    pub fn drain(&mut self) {
+        while let Some(c) = self.qp.poll_completion() {
+            self.completions.push(c);
+        }
+        while let Some(e) = self.qp.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    /// Everything the queue pair wants to send now, as whole ULPDUs.
+    pub fn transmit_all(&mut self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while let Some(t) = self.qp.poll_transmit() {
+            assert!(t.len() <= self.qp.mulpdu(), "segment above MULPDU");
+            out.push(t.to_vec().expect("source valid"));
+        }
+        out
+    }
+}
+
+/// Hands one ULPDU to a sink in random pieces, as a framing layer does.
+pub fn feed<S: UlpduSink>(sink: &mut S, ulpdu: &[u8], rng: &mut Rng) -> Result<(), S::Error> {
+    sink.ulpdu_begin(ulpdu.len())?;
+    let mut rest = ulpdu;
+    while !rest.is_empty() {
+        let n = 1 + rng.below(rest.len().min(300));
+        sink.ulpdu_data(&rest[..n])?;
+        rest = &rest[n..];
+    }
+    sink.ulpdu_end()
+}
+
+/// Two nodes back to back.
+pub struct Pair {
+    pub a: Node,
+    pub b: Node,
+    pub rng: Rng,
+    pub errors: Vec<ProtocolError>,
+}
+
+impl Pair {
+    pub fn new(seed: u64) -> Self {
+        Self::with(seed, |_| {})
+    }
+
+    pub fn with(seed: u64, tweak: impl Fn(&mut QueuePairConfig)) -> Self {
+        Self {
+            a: Node::new(1, &tweak),
+            b: Node::new(2, &tweak),
+            rng: Rng(seed),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Moves at most `burst` ULPDUs each way; true if anything moved.
+    pub fn step(&mut self, burst: usize) -> bool {
+        let mut moved = false;
+        for dir in 0..2 {
+            let (src, dst) = if dir == 0 {
+                (&mut self.a, &mut self.b)
+            } else {
+                (&mut self.b, &mut self.a)
+            };
+            for _ in 0..burst {
+                let Some(t) = src.qp.poll_transmit() else {
+                    break;
+                };
+                let v = t.to_vec().expect("source valid");
+                drop(t);
+                moved = true;
+                if let Err(e) = feed(&mut dst.qp, &v, &mut self.rng) {
+                    self.errors.push(e);
+                }
+            }
+        }
+        self.a.drain();
+        self.b.drain();
+        moved
+    }
+
+    /// Steps until nothing moves.
+    pub fn drive(&mut self) {
+        for _ in 0..1_000_000 {
+            let burst = 1 + self.rng.below(4);
+            if !self.step(burst) {
+                return;
+            }
+        }
+        panic!("pair did not settle");
+    }
+}

@@ -1,0 +1,676 @@
+//! One test per error condition of RFC 5041 §7.1 / §7.2 and of the RDMAP
+//! error table (RFC 5040 §7): a crafted segment goes in, the exact
+//! Terminate octets come out, the local user sees the completions the
+//! error calls for, and the canary octets around every region (and the
+//! regions themselves) show that nothing was written.
+
+mod common;
+
+use common::{feed, Node, Region, Rng};
+use iwarp_proto::memory::{Access, MemoryBuffer, RegionSpec, STag, StreamId};
+use iwarp_proto::mpa::LlpErrorCode;
+use iwarp_proto::rdmap::{CompletionStatus, Event, ProtocolError, QpState, SendFlags};
+
+const RW: Access = Access::LOCAL_WRITE.union(Access::REMOTE_WRITE);
+const RECV_ID: u64 = 100;
+
+/// The receiving end: a posted 64-octet receive, a writable region, a
+/// readable region, a region with no remote rights.
+struct Victim {
+    node: Node,
+    recv: Region,
+    writable: Region,
+    readable: Region,
+    private: Region,
+    rng: Rng,
+}
+
+impl Victim {
+    fn new() -> Self {
+        Self::with(|_| {})
+    }
+
+    fn with(tweak: impl FnOnce(&mut iwarp_proto::rdmap::QueuePairConfig)) -> Self {
+        let mut node = Node::new(1, tweak);
+        let recv = node.region(64, 0x100, Access::LOCAL_WRITE, 0x11);
+        let writable = node.region(256, 0x1000, RW, 0x22);
+        let readable = node.region(256, 0x8000, Access::REMOTE_READ, 0x33);
+        let private = node.region(256, 0x9000, Access::LOCAL_WRITE, 0x44);
+        node.qp.post_recv(RECV_ID, recv.sge(0, 64)).unwrap();
+        Self {
+            node,
+            recv,
+            writable,
+            readable,
+            private,
+            rng: Rng(7),
+        }
+    }
+
+    fn regions(&self) -> [(&Region, u8); 4] {
+        [
+            (&self.recv, 0x11),
+            (&self.writable, 0x22),
+            (&self.readable, 0x33),
+            (&self.private, 0x44),
+        ]
+    }
+
+    fn feed(&mut self, seg: &[u8]) -> Result<(), ProtocolError> {
+        feed(&mut self.node.qp, seg, &mut self.rng)
+    }
+
+    /// Feeds `segs`; the last must fail with `error`. Then the Terminate
+    /// must be the next transmit, with `payload`; nothing was placed.
+    fn expect(&mut self, segs: &[&[u8]], error: ProtocolError, payload: &[u8]) {
+        let (last, init) = segs.split_last().unwrap();
+        for s in init {
+            self.feed(s).expect("earlier segments are fine");
+        }
+        assert_eq!(self.feed(last), Err(error));
+        assert_eq!(self.node.qp.state(), QpState::Terminate);
+        let t = self.node.qp.poll_transmit().expect("a Terminate");
+        let mut expect = vec![0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0];
+        expect.extend_from_slice(payload);
+        assert_eq!(t.to_vec().unwrap(), expect, "Terminate octets");
+        assert!(self.node.qp.poll_transmit().is_none());
+        assert_eq!(self.node.qp.state(), QpState::Error);
+        self.node.drain();
+        assert!(self.node.events.contains(&Event::LocalError(error)));
+        assert!(self
+            .node
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::TerminateSent(_))));
+        // Nothing further is placed or delivered.
+        let w = tagged(0, true, self.writable.stag.0, 0x1000, &[0xff; 8]);
+        assert_eq!(self.feed(&w), Ok(()));
+        self.assert_untouched();
+    }
+
+    fn assert_untouched(&self) {
+        for (r, fill) in self.regions() {
+            r.assert_canaries();
+            assert!(r.bytes().iter().all(|&b| b == fill), "region changed");
+        }
+    }
+
+    fn recv_status(&self) -> CompletionStatus {
+        let c = self
+            .node
+            .completions
+            .iter()
+            .find(|c| c.wr_id == RECV_ID)
+            .expect("the receive completed");
+        c.status
+    }
+}
+
+fn tagged(op: u8, last: bool, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![0x81 | if last { 0x40 } else { 0 }, 0x40 | op];
+    v.extend_from_slice(&stag.to_be_bytes());
+    v.extend_from_slice(&to.to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+#[allow(clippy::too_many_arguments)]
+fn untagged(op: u8, last: bool, inv: u32, qn: u32, msn: u32, mo: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![0x01 | if last { 0x40 } else { 0 }, 0x40 | op];
+    for w in [inv, qn, msn, mo] {
+        v.extend_from_slice(&w.to_be_bytes());
+    }
+    v.extend_from_slice(payload);
+    v
+}
+
+fn send(msn: u32, mo: u32, payload: &[u8]) -> Vec<u8> {
+    untagged(3, true, 0, 0, msn, mo, payload)
+}
+
+fn read_request(msn: u32, sink: u32, sink_to: u64, size: u32, src: u32, src_to: u64) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&sink.to_be_bytes());
+    p.extend_from_slice(&sink_to.to_be_bytes());
+    p.extend_from_slice(&size.to_be_bytes());
+    p.extend_from_slice(&src.to_be_bytes());
+    p.extend_from_slice(&src_to.to_be_bytes());
+    untagged(1, true, 0, 1, msn, 0, &p)
+}
+
+/// Terminate payload, built independently of the crate: control word,
+/// then (D) the segment length and header, then (R) the Read Request.
+fn term(layer: u8, etype: u8, code: u8, seg: Option<&[u8]>, r: bool) -> Vec<u8> {
+    let mut flags = 0;
+    let mut tail = Vec::new();
+    if let Some(seg) = seg {
+        flags |= 0xc0;
+        tail.extend_from_slice(&(seg.len() as u16).to_be_bytes());
+        let hl = if seg[0] & 0x80 != 0 { 14 } else { 18 };
+        tail.extend_from_slice(&seg[..hl]);
+        if r {
+            flags |= 0x20;
+            tail.extend_from_slice(&seg[18..46]);
+        }
+    }
+    let mut v = vec![layer << 4 | etype, code, flags, 0];
+    v.extend_from_slice(&tail);
+    v
+}
+
+fn ddp_tagged(code: u8) -> ProtocolError {
+    ProtocolError::from_parts(1, 1, code).unwrap()
+}
+
+fn ddp_untagged(code: u8) -> ProtocolError {
+    ProtocolError::from_parts(1, 2, code).unwrap()
+}
+
+fn rdmap(etype: u8, code: u8) -> ProtocolError {
+    ProtocolError::from_parts(0, etype, code).unwrap()
+}
+
+// ---- RFC 5041 §7.1, tagged buffer model ------------------------------
+
+#[test]
+fn tagged_1_invalid_stag() {
+    let mut v = Victim::new();
+    let s = tagged(0, true, 0x7777_7700, 0x1000, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x00), &term(1, 1, 0x00, Some(&s), false));
+    assert_eq!(v.recv_status(), CompletionStatus::FlushError);
+}
+
+#[test]
+fn tagged_1_wrong_key_is_an_invalid_stag() {
+    let mut v = Victim::new();
+    let stag = STag::new(v.writable.stag.index(), v.writable.stag.key() ^ 1);
+    let s = tagged(0, true, stag.0, 0x1000, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x00), &term(1, 1, 0x00, Some(&s), false));
+}
+
+#[test]
+fn tagged_1_invalidated_stag() {
+    let mut v = Victim::new();
+    v.node.table.invalidate(v.writable.stag).unwrap();
+    let s = tagged(0, true, v.writable.stag.0, 0x1000, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x00), &term(1, 1, 0x00, Some(&s), false));
+}
+
+#[test]
+fn tagged_1_stag_of_another_protection_domain() {
+    let mut v = Victim::new();
+    let other = v.node.table.alloc_pd();
+    let foreign = common::register(&v.node.table, other, 64, 0, RW, 0x55);
+    let s = tagged(0, true, foreign.stag.0, 0, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x02), &term(1, 1, 0x02, Some(&s), false));
+    foreign.assert_canaries();
+    assert_eq!(foreign.bytes(), vec![0x55; 64]);
+}
+
+#[test]
+fn tagged_1_stag_bound_to_another_stream() {
+    let mut v = Victim::new();
+    let buf = MemoryBuffer::new(64);
+    let mut spec = RegionSpec::whole(v.node.pd, buf.clone(), 0, RW);
+    spec.stream = Some(StreamId(99));
+    let stag = v.node.table.register(spec).unwrap();
+    let s = tagged(0, true, stag.0, 0, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x02), &term(1, 1, 0x02, Some(&s), false));
+    assert_eq!(buf.to_vec(), vec![0; 64]);
+}
+
+#[test]
+fn tagged_2_no_remote_write_right() {
+    // RFC 5041 has no code for it: RDMAP remote protection, access rights.
+    let mut v = Victim::new();
+    let s = tagged(0, true, v.private.stag.0, 0x9000, &[1; 16]);
+    v.expect(&[&s], rdmap(1, 0x02), &term(0, 1, 0x02, Some(&s), false));
+}
+
+#[test]
+fn tagged_3_to_below_the_region() {
+    let mut v = Victim::new();
+    let s = tagged(0, true, v.writable.stag.0, 0xfff, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x01), &term(1, 1, 0x01, Some(&s), false));
+}
+
+#[test]
+fn tagged_4_end_beyond_the_region() {
+    let mut v = Victim::new();
+    let s = tagged(0, true, v.writable.stag.0, 0x1000 + 250, &[1; 7]);
+    v.expect(&[&s], ddp_tagged(0x01), &term(1, 1, 0x01, Some(&s), false));
+}
+
+#[test]
+fn tagged_5_to_wrap() {
+    let mut v = Victim::new();
+    let top = v.node.region(64, u64::MAX - 63, RW, 0x66);
+    let s = tagged(0, true, top.stag.0, u64::MAX - 7, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x03), &term(1, 1, 0x03, Some(&s), false));
+    top.assert_canaries();
+    assert_eq!(top.bytes(), vec![0x66; 64]);
+}
+
+#[test]
+fn tagged_invalid_ddp_version() {
+    let mut v = Victim::new();
+    let mut s = tagged(0, true, v.writable.stag.0, 0x1000, &[1; 16]);
+    s[0] = (s[0] & !0x03) | 0x02;
+    // No D copy: the layout of another DDP version is unknown.
+    v.expect(&[&s], ddp_tagged(0x04), &term(1, 1, 0x04, None, false));
+}
+
+#[test]
+fn tagged_write_continuity() {
+    // A second segment of a Write must carry the same STag...
+    let mut v = Victim::new();
+    let first = tagged(0, false, v.writable.stag.0, 0x1000, &[]);
+    let second = tagged(0, true, v.readable.stag.0, 0x1000, &[1; 4]);
+    v.expect(
+        &[&first, &second],
+        ddp_tagged(0x00),
+        &term(1, 1, 0x00, Some(&second), false),
+    );
+    // ...and the next TO.
+    let mut v = Victim::new();
+    let first = tagged(0, false, v.writable.stag.0, 0x1000, &[]);
+    let second = tagged(0, true, v.writable.stag.0, 0x1008, &[1; 4]);
+    v.expect(
+        &[&first, &second],
+        ddp_tagged(0x01),
+        &term(1, 1, 0x01, Some(&second), false),
+    );
+}
+
+#[test]
+fn zero_length_tagged_segments_are_not_checked() {
+    let mut v = Victim::new();
+    v.feed(&tagged(0, true, 0xdead_beef, u64::MAX, &[]))
+        .unwrap();
+    assert_eq!(v.node.qp.state(), QpState::ReadyToSend);
+    assert!(v.node.qp.poll_transmit().is_none());
+}
+
+#[test]
+fn stag_invalidated_in_the_middle_of_a_segment_stops_placement() {
+    use iwarp_proto::framing::UlpduSink;
+    let mut v = Victim::new();
+    let s = tagged(0, true, v.writable.stag.0, 0x1000, &[0xab; 100]);
+    let qp = &mut v.node.qp;
+    qp.ulpdu_begin(s.len()).unwrap();
+    qp.ulpdu_data(&s[..14 + 40]).unwrap();
+    v.node.table.invalidate(v.writable.stag).unwrap();
+    qp.ulpdu_data(&s[14 + 40..]).unwrap();
+    assert_eq!(qp.ulpdu_end(), Err(ddp_tagged(0x00)));
+    let b = v.writable.bytes();
+    assert!(b[..40].iter().all(|&x| x == 0xab), "placed before");
+    assert!(b[40..].iter().all(|&x| x == 0x22), "nothing after");
+    v.writable.assert_canaries();
+    let t = v.node.qp.poll_transmit().unwrap().to_vec().unwrap();
+    assert_eq!(t[18..], term(1, 1, 0x00, Some(&s), false)[..]);
+}
+
+// ---- RFC 5041 §7.1, untagged buffer model ----------------------------
+
+#[test]
+fn untagged_1_invalid_qn() {
+    let mut v = Victim::new();
+    let s = untagged(3, true, 0, 5, 1, 0, &[1; 8]);
+    v.expect(
+        &[&s],
+        ddp_untagged(0x01),
+        &term(1, 2, 0x01, Some(&s), false),
+    );
+    assert_eq!(v.recv_status(), CompletionStatus::FlushError);
+}
+
+#[test]
+fn untagged_1_send_on_the_read_queue() {
+    let mut v = Victim::new();
+    let s = untagged(3, true, 0, 1, 1, 0, &[1; 8]);
+    v.expect(
+        &[&s],
+        ddp_untagged(0x01),
+        &term(1, 2, 0x01, Some(&s), false),
+    );
+}
+
+#[test]
+fn untagged_2_no_buffer_posted() {
+    // No RNR in iWARP: a Send with no posted receive is fatal.
+    let mut v = Victim::new();
+    v.feed(&send(1, 0, &[9; 4])).unwrap();
+    let s = send(2, 0, &[1; 8]);
+    v.recv.fill(&[0x11; 4]); // the first Send's octets, for assert_untouched
+    v.expect(
+        &[&s],
+        ddp_untagged(0x02),
+        &term(1, 2, 0x02, Some(&s), false),
+    );
+    assert_eq!(v.node.completions[0].status, CompletionStatus::Success);
+}
+
+#[test]
+fn untagged_2_ird_exceeded() {
+    let mut v = Victim::with(|c| c.ird = 1);
+    let r1 = read_request(1, 5, 0, 8, v.readable.stag.0, 0x8000);
+    let r2 = read_request(2, 5, 0, 8, v.readable.stag.0, 0x8000);
+    v.expect(
+        &[&r1, &r2],
+        ddp_untagged(0x02),
+        &term(1, 2, 0x02, Some(&r2), true),
+    );
+}
+
+#[test]
+fn untagged_3_mo_out_of_range() {
+    let mut v = Victim::new();
+    let s = send(1, 64, &[1; 8]);
+    v.expect(
+        &[&s],
+        ddp_untagged(0x04),
+        &term(1, 2, 0x04, Some(&s), false),
+    );
+}
+
+#[test]
+fn untagged_3_mo_not_continuing_the_message() {
+    let mut v = Victim::new();
+    let first = untagged(3, false, 0, 0, 1, 0, &[]);
+    let second = send(1, 8, &[1; 8]);
+    v.expect(
+        &[&first, &second],
+        ddp_untagged(0x04),
+        &term(1, 2, 0x04, Some(&second), false),
+    );
+    assert_eq!(v.recv_status(), CompletionStatus::FatalError);
+}
+
+#[test]
+fn untagged_4_message_too_long() {
+    let mut v = Victim::new();
+    let s = send(1, 0, &[1; 65]);
+    v.expect(
+        &[&s],
+        ddp_untagged(0x05),
+        &term(1, 2, 0x05, Some(&s), false),
+    );
+    assert_eq!(v.recv_status(), CompletionStatus::LocalLengthError);
+}
+
+#[test]
+fn untagged_5_msn_out_of_range() {
+    let mut v = Victim::new();
+    let s = send(7, 0, &[1; 8]);
+    v.expect(
+        &[&s],
+        ddp_untagged(0x03),
+        &term(1, 2, 0x03, Some(&s), false),
+    );
+}
+
+#[test]
+fn untagged_5_msn_skipping_a_message() {
+    let mut v = Victim::new();
+    v.node.qp.post_recv(101, v.recv.sge(0, 64)).unwrap();
+    let s = send(2, 0, &[1; 8]);
+    v.expect(
+        &[&s],
+        ddp_untagged(0x03),
+        &term(1, 2, 0x03, Some(&s), false),
+    );
+}
+
+#[test]
+fn untagged_5_read_request_msn() {
+    let mut v = Victim::new();
+    let r = read_request(2, 5, 0, 8, v.readable.stag.0, 0x8000);
+    v.expect(&[&r], ddp_untagged(0x03), &term(1, 2, 0x03, Some(&r), true));
+}
+
+#[test]
+fn untagged_invalid_ddp_version() {
+    let mut v = Victim::new();
+    let mut s = send(1, 0, &[1; 8]);
+    s[0] &= !0x03;
+    v.expect(&[&s], ddp_untagged(0x06), &term(1, 2, 0x06, None, false));
+}
+
+#[test]
+fn ulpdu_shorter_than_its_ddp_header() {
+    let mut v = Victim::new();
+    let s = send(1, 0, &[])[..10].to_vec();
+    v.expect(
+        &[&s],
+        ProtocolError::from_parts(1, 0, 0).unwrap(),
+        &term(1, 0, 0, None, false),
+    );
+}
+
+// ---- RFC 5040 §7: RDMAP errors ----------------------------------------
+
+#[test]
+fn rdmap_invalid_version() {
+    let mut v = Victim::new();
+    let mut s = send(1, 0, &[1; 8]);
+    s[1] = 0x83;
+    v.expect(&[&s], rdmap(2, 0x05), &term(0, 2, 0x05, Some(&s), false));
+}
+
+#[test]
+fn rdmap_unknown_opcode() {
+    let mut v = Victim::new();
+    let s = untagged(8, true, 0, 0, 1, 0, &[1; 8]);
+    v.expect(&[&s], rdmap(2, 0x06), &term(0, 2, 0x06, Some(&s), false));
+}
+
+#[test]
+fn rdmap_opcode_in_the_wrong_buffer_model() {
+    let mut v = Victim::new();
+    let s = untagged(0, true, 0, 0, 1, 0, &[1; 8]);
+    v.expect(&[&s], rdmap(2, 0x06), &term(0, 2, 0x06, Some(&s), false));
+}
+
+#[test]
+fn rdmap_read_response_without_a_read() {
+    let mut v = Victim::new();
+    let s = tagged(2, true, v.writable.stag.0, 0x1000, &[1; 8]);
+    v.expect(&[&s], rdmap(2, 0x06), &term(0, 2, 0x06, Some(&s), false));
+}
+
+fn read_source_error(src: impl FnOnce(&Victim) -> (u32, u64, u32), code: u8) {
+    let mut v = Victim::new();
+    let (stag, to, size) = src(&v);
+    let r = read_request(1, 0x5555, 0, size, stag, to);
+    v.expect(&[&r], rdmap(1, code), &term(0, 1, code, Some(&r), true));
+}
+
+#[test]
+fn rdmap_read_source_invalid_stag() {
+    read_source_error(|_| (0x0bad_0000, 0, 8), 0x00);
+}
+
+#[test]
+fn rdmap_read_source_base_or_bounds() {
+    read_source_error(|v| (v.readable.stag.0, 0x8000 + 250, 8), 0x01);
+    read_source_error(|v| (v.readable.stag.0, 0x7fff, 8), 0x01);
+}
+
+#[test]
+fn rdmap_read_source_access_rights() {
+    read_source_error(|v| (v.writable.stag.0, 0x1000, 8), 0x02);
+}
+
+#[test]
+fn rdmap_read_source_not_associated() {
+    read_source_error(
+        |v| {
+            let other = v.node.table.alloc_pd();
+            let r = common::register(&v.node.table, other, 64, 0, Access::REMOTE_READ, 0);
+            (r.stag.0, 0, 8)
+        },
+        0x03,
+    );
+}
+
+#[test]
+fn rdmap_read_source_to_wrap() {
+    read_source_error(
+        |v| {
+            let r = common::register(
+                &v.node.table,
+                v.node.pd,
+                64,
+                u64::MAX - 63,
+                Access::REMOTE_READ,
+                0,
+            );
+            (r.stag.0, u64::MAX - 3, 8)
+        },
+        0x04,
+    );
+}
+
+#[test]
+fn rdmap_malformed_read_request() {
+    let mut v = Victim::new();
+    let mut r = read_request(1, 5, 0, 8, v.readable.stag.0, 0x8000);
+    r.truncate(40);
+    v.expect(&[&r], rdmap(2, 0xff), &term(0, 2, 0xff, Some(&r), false));
+}
+
+#[test]
+fn rdmap_send_with_invalidate_of_an_unknown_stag() {
+    let mut v = Victim::new();
+    // Zero-length, so that no payload is (legitimately) placed.
+    let s = untagged(4, true, 0x0bad_0000, 0, 1, 0, &[]);
+    v.expect(&[&s], rdmap(2, 0x09), &term(0, 2, 0x09, Some(&s), false));
+    assert_eq!(v.recv_status(), CompletionStatus::RemoteInvalidateError);
+}
+
+#[test]
+fn rdmap_send_with_invalidate_of_another_domains_stag() {
+    let mut v = Victim::new();
+    let other = v.node.table.alloc_pd();
+    let foreign = common::register(&v.node.table, other, 64, 0, RW, 0);
+    let s = untagged(6, true, foreign.stag.0, 0, 1, 0, &[]);
+    v.expect(&[&s], rdmap(1, 0x09), &term(0, 1, 0x09, Some(&s), false));
+    assert!(v.node.table.is_valid(foreign.stag));
+}
+
+#[test]
+fn read_response_must_match_the_outstanding_read() {
+    let mk = || {
+        let mut v = Victim::new();
+        v.node
+            .qp
+            .rdma_read(7, v.writable.sge(0, 16), STag(0x4242), 0)
+            .unwrap();
+        assert!(v.node.qp.poll_transmit().is_some());
+        v
+    };
+    // Another STag than the read's sink.
+    let mut v = mk();
+    let s = tagged(2, true, v.recv.stag.0, 0x100, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x00), &term(1, 1, 0x00, Some(&s), false));
+    // Another TO.
+    let mut v = mk();
+    let s = tagged(2, true, v.writable.stag.0, 0x1001, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x01), &term(1, 1, 0x01, Some(&s), false));
+    // More than was asked for.
+    let mut v = mk();
+    let s = tagged(2, true, v.writable.stag.0, 0x1000, &[1; 17]);
+    v.expect(&[&s], ddp_tagged(0x01), &term(1, 1, 0x01, Some(&s), false));
+    let c = v.node.completions.iter().find(|c| c.wr_id == 7).unwrap();
+    assert_eq!(c.status, CompletionStatus::FatalError);
+}
+
+#[test]
+fn read_sink_invalidated_before_the_response() {
+    let mut v = Victim::new();
+    v.node
+        .qp
+        .rdma_read(7, v.writable.sge(0, 16), STag(0x4242), 0)
+        .unwrap();
+    assert!(v.node.qp.poll_transmit().is_some());
+    v.node.table.invalidate(v.writable.stag).unwrap();
+    let s = tagged(2, true, v.writable.stag.0, 0x1000, &[1; 16]);
+    v.expect(&[&s], ddp_tagged(0x00), &term(1, 1, 0x00, Some(&s), false));
+    let c = v.node.completions.iter().find(|c| c.wr_id == 7).unwrap();
+    assert_eq!(c.status, CompletionStatus::LocalProtectionError);
+}
+
+// ---- LLP errors -----------------------------------------------------------
+
+#[test]
+fn llp_errors_terminate_with_layer_2() {
+    for code in [
+        LlpErrorCode::CrcError,
+        LlpErrorCode::MarkerMismatch,
+        LlpErrorCode::InvalidStartupFrame,
+        LlpErrorCode::LocalCatastrophic,
+        LlpErrorCode::InsufficientIrd,
+        LlpErrorCode::NoMatchingRtr,
+    ] {
+        let mut v = Victim::new();
+        // A header error held for the ULPDU in progress is dropped: the
+        // LLP's verdict is what is reported.
+        use iwarp_proto::framing::UlpduSink;
+        let bad = tagged(0, true, 0x0bad_0000, 0, &[1; 8]);
+        v.node.qp.ulpdu_begin(bad.len()).unwrap();
+        v.node.qp.ulpdu_data(&bad).unwrap();
+        v.node.qp.handle_llp_error(code);
+        let t = v.node.qp.poll_transmit().unwrap().to_vec().unwrap();
+        assert_eq!(t[18..], [0x20, code.code(), 0, 0]);
+        v.node.drain();
+        assert_eq!(v.recv_status(), CompletionStatus::FlushError);
+        assert!(v
+            .node
+            .events
+            .contains(&Event::LocalError(ProtocolError::Llp(code))));
+        v.assert_untouched();
+    }
+}
+
+// ---- Terminate received ---------------------------------------------------
+
+#[test]
+fn a_received_terminate_stops_the_stream_and_is_not_answered() {
+    let mut v = Victim::new();
+    let payload = term(1, 2, 0x02, Some(&send(1, 0, &[0; 4])), false);
+    let t = untagged(7, true, 0, 2, 1, 0, &payload);
+    v.feed(&t).unwrap();
+    v.node.drain();
+    assert_eq!(v.node.qp.state(), QpState::Error);
+    assert!(v.node.qp.poll_transmit().is_none());
+    let got = v.node.events.iter().find_map(|e| match e {
+        Event::TerminateReceived(m) => Some(*m),
+        _ => None,
+    });
+    let m = got.unwrap();
+    assert_eq!(m.error(), Some(ddp_untagged(0x02)));
+    assert_eq!(m.ddp.unwrap().segment_length, Some(22));
+    assert_eq!(v.recv_status(), CompletionStatus::FlushError);
+    v.feed(&send(1, 0, &[1; 4])).unwrap();
+    v.assert_untouched();
+}
+
+#[test]
+fn a_refused_read_completes_with_the_peers_verdict() {
+    let mut p = common::Pair::new(1);
+    let sink = p.a.region(64, 0, RW, 0);
+    let src = p.b.region(64, 0, Access::empty(), 0);
+    // B's region has no REMOTE_READ: B refuses with RDMAP 1/0x02 and the
+    // Read Request as its R copy; A's read completes with that verdict.
+    p.a.qp.rdma_read(1, sink.sge(0, 64), src.stag, 0).unwrap();
+    p.a.qp
+        .post_send(2, sink.sge(0, 0), SendFlags::default())
+        .unwrap();
+    p.drive();
+    let c = &p.a.completions;
+    assert_eq!(c[0].wr_id, 1);
+    assert_eq!(c[0].status, CompletionStatus::RemoteAccessError);
+    assert_eq!(p.a.qp.state(), QpState::Error);
+    assert_eq!(p.b.qp.state(), QpState::Error);
+    sink.assert_canaries();
+}
