@@ -50,6 +50,47 @@ pub enum Next {
     Failed,
 }
 
+/// One stretch of stream octets in an [`UlpduLayout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// This many ULPDU octets, contiguous in the stream.
+    Ulpdu(usize),
+    /// A 4-octet marker.
+    Marker,
+}
+
+/// The stream layout of upcoming ULPDU octets: see
+/// [`FpduReceiver::ulpdu_layout`].
+#[derive(Debug, Clone)]
+pub struct UlpduLayout {
+    offset: u64,
+    left: usize,
+    markers: bool,
+}
+
+impl Iterator for UlpduLayout {
+    type Item = Span;
+
+    fn next(&mut self) -> Option<Span> {
+        if self.left == 0 {
+            return None;
+        }
+        if self.markers && marker::is_marker_at(self.offset) {
+            self.offset += MARKER_LEN as u64;
+            return Some(Span::Marker);
+        }
+        let run = if self.markers {
+            let room = marker::next_marker_at(self.offset) - self.offset;
+            self.left.min(usize::try_from(room).unwrap_or(usize::MAX))
+        } else {
+            self.left
+        };
+        self.left -= run;
+        self.offset += run as u64;
+        Some(Span::Ulpdu(run))
+    }
+}
+
 /// What a call to [`FpduReceiver::push_framing`] completed, if anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FramingEvent {
@@ -305,6 +346,28 @@ impl FpduReceiver {
             self.after_ulpdu();
         }
         Ok(())
+    }
+
+    /// The layout of the next stream octets while the receiver is inside a
+    /// ULPDU: runs of ULPDU octets and the markers between them, covering
+    /// at most `max_ulpdu` ULPDU octets and ending with the last ULPDU
+    /// octet or run before that limit. Empty unless [`FpduReceiver::next`]
+    /// says ULPDU octets or a marker inside a ULPDU come next.
+    ///
+    /// A runtime uses it to build one vectored read that puts payload
+    /// straight into its destination and markers into a scratch array,
+    /// then replays the same layout through [`FpduReceiver::push_ulpdu`]
+    /// and [`FpduReceiver::push_framing`].
+    pub fn ulpdu_layout(&self, max_ulpdu: usize) -> UlpduLayout {
+        let remaining = match (self.failed, self.field, self.marker) {
+            (None, Field::Ulpdu { remaining }, None) if remaining > 0 => remaining,
+            _ => 0,
+        };
+        UlpduLayout {
+            offset: self.offset,
+            left: remaining.min(max_ulpdu),
+            markers: self.markers,
+        }
     }
 
     /// Feeds received octets, calling `sink` for each ULPDU. Consumes all of

@@ -332,6 +332,59 @@ fn step_api_places_ulpdu_octets_where_the_caller_wants() {
     assert_eq!(dest, [ulpdus[0].clone(), ulpdus[2].clone()].concat());
 }
 
+/// Replays a stream through `ulpdu_layout` the way a runtime's vectored
+/// reads do, in reads of at most `read_max` octets.
+fn receive_with_layout(rx: &mut FpduReceiver, wire: &[u8], read_max: usize) -> Vec<u8> {
+    let mut placed = Vec::new();
+    let mut at = 0;
+    while at < wire.len() {
+        let layout: Vec<Span> = rx.ulpdu_layout(read_max).collect();
+        if layout.is_empty() {
+            let (n, _) = rx.push_framing(&wire[at..at + 1]).unwrap();
+            at += n;
+            continue;
+        }
+        for span in layout {
+            match span {
+                Span::Ulpdu(n) => {
+                    rx.push_ulpdu(&wire[at..at + n]).unwrap();
+                    placed.extend_from_slice(&wire[at..at + n]);
+                    at += n;
+                }
+                Span::Marker => {
+                    let (n, ev) = rx.push_framing(&wire[at..at + 4]).unwrap();
+                    assert_eq!((n, ev), (4, None));
+                    at += 4;
+                }
+            }
+        }
+    }
+    placed
+}
+
+#[test]
+fn layout_spans_cover_the_ulpdu_around_markers() {
+    for offset in [0u64, 100, 508, 510, 511] {
+        let ulpdus = [vec![0x42u8; 3000], vec![0x17u8; 20], vec![0x99u8; 1200]];
+        let mut tx = FpduTransmitter::at_offset(BOTH, offset);
+        let wire = transmit(&mut tx, &ulpdus);
+        for read_max in [1usize, 7, 512, 100_000] {
+            let mut rx = FpduReceiver::at_offset(BOTH, offset);
+            let placed = receive_with_layout(&mut rx, &wire, read_max);
+            assert_eq!(
+                placed,
+                ulpdus.concat(),
+                "offset {offset} read_max {read_max}"
+            );
+            assert!(rx.at_fpdu_boundary());
+            assert_eq!(rx.fpdus_received(), 3);
+        }
+    }
+    // Nothing to lay out between FPDUs or after an error.
+    let rx = FpduReceiver::new(BOTH);
+    assert_eq!(rx.ulpdu_layout(100).count(), 0);
+}
+
 fn params_strategy() -> impl Strategy<Value = FramingParams> {
     (any::<bool>(), any::<bool>()).prop_map(|(crc, markers)| FramingParams {
         crc,

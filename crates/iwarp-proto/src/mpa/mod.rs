@@ -22,6 +22,6 @@ mod fpdu_tests;
 
 pub use error::{MpaError, TxError};
 pub use error_code::LlpErrorCode;
-pub use fpdu_rx::{FpduReceiver, FramingEvent, Next};
+pub use fpdu_rx::{FpduReceiver, FramingEvent, Next, Span, UlpduLayout};
 pub use fpdu_tx::FpduTransmitter;
 pub use params::FramingParams;
