@@ -272,9 +272,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Control<S> {
         self.recv_reply(what).await
     }
 
-    /// The underlying stream.
-    pub fn into_inner(self) -> S {
-        self.stream
+    /// Waits (up to [`CONTROL_TIMEOUT`]) for the peer to close the connection, discarding
+    /// anything it still sends.
+    pub async fn wait_closed(&mut self) {
+        let drain = async {
+            let mut sink = [0u8; 256];
+            while matches!(self.stream.read(&mut sink).await, Ok(n) if n > 0) {}
+        };
+        let _ = tokio::time::timeout(CONTROL_TIMEOUT, drain).await;
     }
 }
 

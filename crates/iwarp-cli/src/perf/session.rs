@@ -143,8 +143,11 @@ async fn client_session<B: Backend>(
         observer.row(&row);
         rows.push(row);
     }
-    // The server ends the session on Bye or on our closing the connection; either is fine.
-    let _ = ctl.send(&ControlMsg::Bye).await;
+    // Wait for the server to close its end after Bye: it frees its session slot before it
+    // closes, so a next session (the baseline, or another run) is never told "busy".
+    if ctl.send(&ControlMsg::Bye).await.is_ok() {
+        ctl.wait_closed().await;
+    }
     Ok(rows)
 }
 
@@ -210,14 +213,19 @@ pub async fn serve(listener: TcpListener, data_ip: IpAddr, data_port: u16, log: 
         let busy = busy.clone();
         tokio::spawn(async move {
             let mut ctl = Control::new(stream, "client");
-            let Ok(_permit) = busy.try_acquire_owned() else {
+            let Ok(permit) = busy.try_acquire_owned() else {
                 let msg = ControlMsg::Error {
                     message: "server busy with another session; try again later".into(),
                 };
                 let _ = ctl.send(&msg).await;
                 return;
             };
-            match serve_session(ctl, data_ip, data_port).await {
+            let result = serve_session(&mut ctl, data_ip, data_port).await;
+            // Free the slot before closing the control connection: the client waits for the
+            // close before it starts its next session.
+            drop(permit);
+            drop(ctl);
+            match result {
                 Ok(summary) if log == ServerLog::Stderr => {
                     eprintln!("iwarp perf server: {peer}: {summary}");
                 }
@@ -232,7 +240,7 @@ pub async fn serve(listener: TcpListener, data_ip: IpAddr, data_port: u16, log: 
 
 /// Serves one session on an accepted control connection; returns a one-line summary.
 pub async fn serve_session(
-    mut ctl: Control<TcpStream>,
+    ctl: &mut Control<TcpStream>,
     data_ip: IpAddr,
     data_port: u16,
 ) -> Result<String> {
@@ -242,17 +250,17 @@ pub async fn serve_session(
         } => (transport, spec),
         other => {
             let e = control::unexpected(&other, "hello");
-            refuse(&mut ctl, &e).await;
+            refuse(ctl, &e).await;
             return Err(e);
         }
     };
     if let Err(reason) = spec.validate() {
         let e = PerfError::Protocol(format!("invalid test spec: {reason}"));
-        refuse(&mut ctl, &e).await;
+        refuse(ctl, &e).await;
         return Err(e);
     }
     let result = match transport {
-        Transport::Tcp => serve_with(&TcpBackend, &mut ctl, &spec, data_ip, data_port).await,
+        Transport::Tcp => serve_with(&TcpBackend, ctl, &spec, data_ip, data_port).await,
         // The iWARP backend plugs in here: `Transport::Iwarp => serve_with(&IwarpBackend, ..)`.
         Transport::Iwarp => Err(PerfError::TransportUnavailable(Transport::Iwarp)),
     };
@@ -265,7 +273,7 @@ pub async fn serve_session(
             spec.connections
         )),
         Err(e) => {
-            refuse(&mut ctl, &e).await;
+            refuse(ctl, &e).await;
             Err(e)
         }
     }
