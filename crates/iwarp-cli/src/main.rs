@@ -1,5 +1,7 @@
 //! The `iwarp` command line tool: a thin dispatcher over the `iwarp_cli` library.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

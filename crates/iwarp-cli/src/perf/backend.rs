@@ -56,8 +56,10 @@ pub trait Backend: Send + Sync + 'static {
 /// [`TestSpec::effective_depth`] operations outstanding) or `lat_op` (latency).
 pub trait ClientConn: Send + 'static {
     /// Gets ready for a phase of `size`-octet operations (buffers, registrations, counters).
+    /// `peer_info` is what the server's [`ServerConn::prepare_phase`] returned for this
+    /// connection (e.g. the STag, address and length of its buffer for RDMA Write and Read).
     /// The connection is idle when this is called.
-    fn prepare(&mut self, size: u64) -> impl Future<Output = Result<()>> + Send;
+    fn prepare(&mut self, size: u64, peer_info: &[u8]) -> impl Future<Output = Result<()>> + Send;
 
     /// Starts one bandwidth operation: an RDMA Write or Send of `size` octets, or an RDMA Read
     /// Request for `size` octets. Returns once it is posted; it may wait for local resources
@@ -90,6 +92,13 @@ pub trait DataListener: Send + 'static {
 
 /// The passive side of one data connection.
 pub trait ServerConn: Send + 'static {
+    /// Gets ready for a phase of `size`-octet operations and returns opaque information for
+    /// the client side (handed to its [`ClientConn::prepare`]). Everything the client's first
+    /// operation depends on must be in place when this returns (e.g. receive buffers posted
+    /// for Send tests, since iWARP has no receiver-not-ready retry): the client starts only
+    /// after every connection's `prepare_phase` has finished.
+    fn prepare_phase(&mut self, size: u64) -> impl Future<Output = Result<Vec<u8>>> + Send;
+
     /// Serves one phase of `size`-octet operations until `stop` fires (the client has seen
     /// every operation complete by then), and returns what this side counted, or `None` if
     /// the transport gives the passive side nothing to count (one-sided operations).

@@ -29,7 +29,7 @@
 //!                                 <-  Welcome{session, data_port}   (or Error)
 //!   (opens spec.connections data connections to data_port; backend-specific handshake)
 //!   StartPhase{size, warmup}      ->
-//!                                 <-  PhaseReady
+//!                                 <-  PhaseReady{peer_info}
 //!   (traffic on the data connections)
 //!   EndPhase                      ->
 //!                                 <-  PhaseDone{tallies}             (or Error)
@@ -116,7 +116,12 @@ pub enum ControlMsg {
         phase: Phase,
     },
     /// Server → client: ready for traffic.
-    PhaseReady,
+    PhaseReady {
+        /// Per data connection in index order: opaque backend information for the client
+        /// side of the phase (empty for TCP).
+        #[serde(default)]
+        peer_info: Vec<Vec<u8>>,
+    },
     /// Client → server: all operations of the phase have completed.
     EndPhase,
     /// Server → client: what it counted, per data connection in index order (`None` where the
@@ -143,7 +148,7 @@ impl ControlMsg {
             ControlMsg::DataHello { .. } => "data_hello",
             ControlMsg::DataWelcome => "data_welcome",
             ControlMsg::StartPhase { .. } => "start_phase",
-            ControlMsg::PhaseReady => "phase_ready",
+            ControlMsg::PhaseReady { .. } => "phase_ready",
             ControlMsg::EndPhase => "end_phase",
             ControlMsg::PhaseDone { .. } => "phase_done",
             ControlMsg::Bye => "bye",

@@ -94,18 +94,28 @@ impl PhaseMeasurement {
 }
 
 /// Runs one phase on every connection in `conns` concurrently and gives the connections back
-/// (in `conns`) when all have finished. On error the connections are dropped: the session is
-/// over anyway.
+/// (in `conns`) when all have finished. `peer_info[i]` goes to connection `i`'s `prepare`
+/// (missing entries are empty). On error the connections are dropped: the session is over
+/// anyway.
 pub async fn run_phase<C: ClientConn>(
     conns: &mut Vec<C>,
     plan: PhasePlan,
+    peer_info: Vec<Vec<u8>>,
     counters: &Arc<Counters>,
 ) -> Result<PhaseMeasurement> {
     let n = conns.len();
+    let mut infos = peer_info.into_iter();
+    let mut prepared = Vec::with_capacity(n);
+    // Prepare every connection before the clock starts: buffer setup is not traffic.
+    for mut conn in conns.drain(..) {
+        conn.prepare(plan.size, &infos.next().unwrap_or_default())
+            .await?;
+        prepared.push(conn);
+    }
     let base_bytes = counters.bytes();
     let start = Instant::now();
     let mut set = JoinSet::new();
-    for (index, mut conn) in conns.drain(..).enumerate() {
+    for (index, mut conn) in prepared.into_iter().enumerate() {
         let counters = counters.clone();
         set.spawn(async move {
             let r = drive(&mut conn, plan, &counters, start).await;
@@ -194,7 +204,6 @@ async fn drive<C: ClientConn>(
     counters: &Counters,
     start: Instant,
 ) -> Result<ConnMeasurement> {
-    conn.prepare(plan.size).await?;
     let deadline = match plan.limit {
         Limit::Time(d) => Some(start + d),
         Limit::Ops(_) => None,
@@ -224,11 +233,11 @@ async fn drive<C: ClientConn>(
                     )));
                 }
                 completed += n;
-                counters.add(n, n * plan.size);
+                counters.add(n, n.saturating_mul(plan.size));
             }
             Ok(ConnMeasurement {
                 ops: completed,
-                bytes: completed * plan.size,
+                bytes: completed.saturating_mul(plan.size),
                 latencies_ns: Vec::new(),
                 finished_at: start.elapsed(),
             })
@@ -252,7 +261,7 @@ async fn drive<C: ClientConn>(
             }
             Ok(ConnMeasurement {
                 ops,
-                bytes: ops * plan.size,
+                bytes: ops.saturating_mul(plan.size),
                 latencies_ns: latencies,
                 finished_at: start.elapsed(),
             })
@@ -272,7 +281,7 @@ mod tests {
     }
 
     impl ClientConn for Fake {
-        async fn prepare(&mut self, _size: u64) -> Result<()> {
+        async fn prepare(&mut self, _size: u64, _peer: &[u8]) -> Result<()> {
             self.outstanding = 0;
             Ok(())
         }
@@ -313,7 +322,9 @@ mod tests {
             record: true,
             sample_peak: true,
         };
-        let m = run_phase(&mut conns, plan, &counters).await.unwrap();
+        let m = run_phase(&mut conns, plan, vec![], &counters)
+            .await
+            .unwrap();
         assert_eq!(conns.len(), 2);
         assert_eq!(m.ops(), 202);
         assert_eq!(m.bytes(), 20_200);
@@ -339,7 +350,9 @@ mod tests {
             record: true,
             sample_peak: false,
         };
-        let m = run_phase(&mut conns, plan, &counters).await.unwrap();
+        let m = run_phase(&mut conns, plan, vec![], &counters)
+            .await
+            .unwrap();
         assert_eq!(m.ops(), 50);
         assert_eq!(m.conns[0].latencies_ns.len(), 50);
         assert!(m.samples.is_none());
@@ -347,7 +360,9 @@ mod tests {
             record: false,
             ..plan
         };
-        let m = run_phase(&mut conns, warm, &counters).await.unwrap();
+        let m = run_phase(&mut conns, warm, vec![], &counters)
+            .await
+            .unwrap();
         assert!(m.conns[0].latencies_ns.is_empty());
     }
 
@@ -363,7 +378,9 @@ mod tests {
             record: true,
             sample_peak: false,
         };
-        let m = run_phase(&mut conns, plan, &counters).await.unwrap();
+        let m = run_phase(&mut conns, plan, vec![], &counters)
+            .await
+            .unwrap();
         assert!(m.ops() > 0);
         assert_eq!(m.ops(), conns[0].posts);
         assert!(m.elapsed >= Duration::from_millis(20));

@@ -146,7 +146,8 @@ async fn run_client(cfg: &RunConfig, addrs: &[SocketAddr], mode: &'static str) -
                 .saturating_mul(n.saturating_add(spec.warmup)),
         ),
         RunLength::Duration(_) => {
-            Plan::Time(spec.length.duration().unwrap_or_default() * (runs * sizes) as u32)
+            let per_size = spec.length.duration().unwrap_or_default();
+            Plan::Time(per_size.saturating_mul(u32::try_from(runs * sizes).unwrap_or(u32::MAX)))
         }
     };
     let show_progress = !cfg.json && std::io::stderr().is_terminal();

@@ -126,8 +126,8 @@ async fn client_session<B: Backend>(
             sample_peak: false,
         };
         if spec.warmup > 0 {
-            start_phase(&mut ctl, size, Phase::Warmup).await?;
-            run_phase(&mut conns, plan, counters).await?;
+            let info = start_phase(&mut ctl, size, Phase::Warmup).await?;
+            run_phase(&mut conns, plan, info, counters).await?;
             end_phase(&mut ctl, spec).await?;
         }
         let plan = PhasePlan {
@@ -136,8 +136,8 @@ async fn client_session<B: Backend>(
             sample_peak: spec.measures_peak(),
             ..plan
         };
-        start_phase(&mut ctl, size, Phase::Measure).await?;
-        let mut measured = run_phase(&mut conns, plan, counters).await?;
+        let info = start_phase(&mut ctl, size, Phase::Measure).await?;
+        let mut measured = run_phase(&mut conns, plan, info, counters).await?;
         let tallies = end_phase(&mut ctl, spec).await?;
         let row = RowReport::build(spec, size, &mut measured, &tallies);
         observer.row(&row);
@@ -151,7 +151,12 @@ async fn client_session<B: Backend>(
     Ok(rows)
 }
 
-async fn start_phase(ctl: &mut Control<TcpStream>, size: u64, phase: Phase) -> Result<()> {
+/// Starts a phase; returns the server's per-connection information for `prepare`.
+async fn start_phase(
+    ctl: &mut Control<TcpStream>,
+    size: u64,
+    phase: Phase,
+) -> Result<Vec<Vec<u8>>> {
     match ctl
         .request(
             &ControlMsg::StartPhase { size, phase },
@@ -159,7 +164,7 @@ async fn start_phase(ctl: &mut Control<TcpStream>, size: u64, phase: Phase) -> R
         )
         .await?
     {
-        ControlMsg::PhaseReady => Ok(()),
+        ControlMsg::PhaseReady { peer_info } => Ok(peer_info),
         other => Err(control::unexpected(&other, "phase_ready")),
     }
 }
@@ -366,6 +371,10 @@ async fn serve_phase<S: ServerConn>(
     size: u64,
 ) -> Result<()> {
     let n = conns.len();
+    let mut peer_info = Vec::with_capacity(n);
+    for conn in conns.iter_mut() {
+        peer_info.push(conn.prepare_phase(size).await?);
+    }
     let mut stops: Vec<oneshot::Sender<()>> = Vec::with_capacity(n);
     let mut set = JoinSet::new();
     for (index, mut conn) in conns.drain(..).enumerate() {
@@ -376,7 +385,7 @@ async fn serve_phase<S: ServerConn>(
             (index, conn, r)
         });
     }
-    ctl.send(&ControlMsg::PhaseReady).await?;
+    ctl.send(&ControlMsg::PhaseReady { peer_info }).await?;
 
     let mut done: Vec<Option<(S, Option<PeerTally>)>> = (0..n).map(|_| None).collect();
     let mut collect = |joined: Option<Joined<S>>| match joined {

@@ -250,7 +250,9 @@ impl TcpClient {
         loop {
             // Never read past the responses we asked for, so a misbehaving server is caught
             // rather than counted.
-            let expected = (self.posted - self.completed) * size - self.partial;
+            let expected = (self.posted.saturating_sub(self.completed))
+                .saturating_mul(size)
+                .saturating_sub(self.partial);
             let want = usize::try_from(expected)
                 .unwrap_or(usize::MAX)
                 .min(self.rx.len());
@@ -282,7 +284,7 @@ impl TcpClient {
 }
 
 impl ClientConn for TcpClient {
-    async fn prepare(&mut self, size: u64) -> Result<()> {
+    async fn prepare(&mut self, size: u64, _peer_info: &[u8]) -> Result<()> {
         let size = to_usize(size)?;
         if size == 0 {
             return Err(PerfError::Protocol("message size 0".into()));
@@ -431,6 +433,11 @@ pub struct TcpServerConn {
 }
 
 impl ServerConn for TcpServerConn {
+    async fn prepare_phase(&mut self, _size: u64) -> Result<Vec<u8>> {
+        // Nothing to announce: the socket buffers whatever arrives before `serve_phase` reads.
+        Ok(Vec::new())
+    }
+
     async fn serve_phase(&mut self, size: u64, stop: Stop) -> Result<Option<PeerTally>> {
         let size_usize = to_usize(size)?;
         if size == 0 {
