@@ -105,7 +105,7 @@ pub struct PerfArgs {
     #[arg(long = "data-port", default_value_t = 0, requires = "server")]
     pub data_port: u16,
 
-    /// Transport under test.
+    /// Transport under test (client side; a server serves whichever transport a client asks for).
     #[arg(long, value_enum, default_value_t = Transport::Tcp)]
     pub transport: Transport,
 

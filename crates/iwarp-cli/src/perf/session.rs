@@ -127,7 +127,9 @@ async fn client_session<B: Backend>(
         };
         if spec.warmup > 0 {
             let info = start_phase(&mut ctl, size, Phase::Warmup).await?;
-            run_phase(&mut conns, plan, info, counters).await?;
+            if let Err(e) = run_phase(&mut conns, plan, info, counters).await {
+                return Err(explain(&mut ctl, e).await);
+            }
             end_phase(&mut ctl, spec).await?;
         }
         let plan = PhasePlan {
@@ -137,7 +139,10 @@ async fn client_session<B: Backend>(
             ..plan
         };
         let info = start_phase(&mut ctl, size, Phase::Measure).await?;
-        let mut measured = run_phase(&mut conns, plan, info, counters).await?;
+        let mut measured = match run_phase(&mut conns, plan, info, counters).await {
+            Ok(m) => m,
+            Err(e) => return Err(explain(&mut ctl, e).await),
+        };
         let tallies = end_phase(&mut ctl, spec).await?;
         let row = RowReport::build(spec, size, &mut measured, &tallies);
         observer.row(&row);
@@ -149,6 +154,19 @@ async fn client_session<B: Backend>(
         ctl.wait_closed().await;
     }
     Ok(rows)
+}
+
+/// When a data connection fails, the server has usually said why on the control connection
+/// before closing everything: prefer its message to our "connection reset".
+async fn explain(ctl: &mut Control<TcpStream>, e: PerfError) -> PerfError {
+    let wait = std::time::Duration::from_millis(500);
+    match tokio::time::timeout(wait, ctl.recv("reading the server's last word")).await {
+        Ok(Ok(ControlMsg::Error { message })) => PerfError::Remote {
+            peer: "server",
+            message,
+        },
+        _ => e,
+    }
 }
 
 /// Starts a phase; returns the server's per-connection information for `prepare`.

@@ -153,7 +153,8 @@ pub enum MpaRev {
     #[value(name = "2")]
     #[serde(rename = "2")]
     V2,
-    /// Skip the MPA startup exchange and start in full operation.
+    /// The legacy immediate-start profile of draft-culley-iwarp-mpa-02: no startup frames,
+    /// markers and CRC always on in both directions.
     Immediate,
 }
 
