@@ -609,6 +609,47 @@ mod tests {
             .contains("t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]"));
     }
 
+    #[test]
+    fn banner_golden() {
+        let mut s = spec(Measure::Bw, TestKind::Write);
+        s.length = RunLength::Duration(2.0);
+        let info = BannerInfo {
+            transport: Transport::Tcp,
+            role: Role::Baseline,
+            mode: "loopback",
+            server: "127.0.0.1:18515",
+        };
+        let expected = [
+            RESULT_LINE,
+            "                    RDMA_Write BW Test (baseline)",
+            " Transport type  : tcp (plain TCP sockets, TCP_NODELAY)",
+            " Mode            : loopback (server 127.0.0.1:18515)",
+            " Number of conns : 2",
+            " TX depth        : 128",
+            " Run length      : 2 s per size",
+            " Warm-up         : 0 operations per connection and size",
+            " Protocol knobs  : MPA rev 2, CRC on, markers none (iwarp only; unused here)",
+            " BW unit         : MiB/sec = 2^20 bytes per second",
+            RESULT_LINE,
+            " WARNING: BW peak won't be measured in this run.",
+        ]
+        .join("\n");
+        assert_eq!(banner(&s, &info, TableStyle { gbits: false }), expected);
+
+        let s = spec(Measure::Lat, TestKind::Read);
+        let info = BannerInfo {
+            transport: Transport::Iwarp,
+            role: Role::Primary,
+            ..info
+        };
+        let text = banner(&s, &info, TableStyle { gbits: true });
+        assert!(text.contains("\n                    RDMA_Read Latency Test\n"));
+        assert!(text.contains(" TX depth        : 1\n"));
+        assert!(text.contains(" Protocol knobs  : MPA rev 2, CRC on, markers none\n"));
+        assert!(text.contains(" Latency         : whole read (request and response)"));
+        assert!(!text.contains("WARNING"));
+    }
+
     fn spec(measure: Measure, test: TestKind) -> TestSpec {
         TestSpec {
             test,
