@@ -1,5 +1,51 @@
-//! The `iwarp` command line tool.
+//! The `iwarp` command line tool: a thin dispatcher over the `iwarp_cli` library.
 
-fn main() {
-    println!("iwarp {}", env!("CARGO_PKG_VERSION"));
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use iwarp_cli::perf::{self, args::PerfArgs};
+
+/// iWARP over TCP, from the command line.
+#[derive(Parser, Debug)]
+#[command(name = "iwarp", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Bandwidth and latency tests in the style of perftest (ib_write_bw, ib_read_lat, ...),
+    /// iWARP and plain TCP side by side. With no arguments: a loopback write bandwidth test.
+    Perf(PerfArgs),
+    // `Ping` (rping-compatible) and `Decode` (capture decoder) go here.
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("iwarp: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match cli.command {
+        Command::Perf(args) => runtime.block_on(perf::run(args)),
+    };
+    // Do not wait for stray tasks (a loopback server blocked in accept, say).
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("iwarp perf: error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
 }
