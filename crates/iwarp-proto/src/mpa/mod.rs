@@ -16,6 +16,7 @@ mod fpdu_tx;
 pub mod marker;
 pub mod mulpdu;
 mod params;
+pub mod startup;
 
 #[cfg(test)]
 mod fpdu_tests;
