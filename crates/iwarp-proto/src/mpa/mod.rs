@@ -26,3 +26,7 @@ pub use error_code::LlpErrorCode;
 pub use fpdu_rx::{FpduReceiver, FramingEvent, Next};
 pub use fpdu_tx::FpduTransmitter;
 pub use params::FramingParams;
+pub use startup::{
+    CrcPolicy, Established, Event, ImmediateStart, Initiator, Responder, Revision, Role,
+    StartupConfig, StartupError, StartupMachine,
+};
