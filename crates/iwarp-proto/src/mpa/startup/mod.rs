@@ -46,6 +46,9 @@ mod outcome;
 mod reader;
 mod responder;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::VecDeque;
 use std::time::Instant;
 
