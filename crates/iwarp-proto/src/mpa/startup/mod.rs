@@ -34,6 +34,36 @@
 //! The machines may be started at any point of a TCP connection (delayed
 //! startup, RFC 5044 §7.1.3): the caller simply starts them at the agreed
 //! stream position, after its own streaming-mode exchange.
+//!
+//! Both ends, wired back to back:
+//!
+//! ```
+//! use std::time::Instant;
+//! use iwarp_proto::mpa::startup::{
+//!     Event, Initiator, Responder, RtrType, StartupConfig, StartupMachine,
+//! };
+//!
+//! let now = Instant::now();
+//! let p2p = StartupConfig { peer_to_peer: true, ..StartupConfig::default() };
+//! let mut initiator = Initiator::new(p2p, b"hello", now)?;
+//! let mut responder = Responder::new(StartupConfig::default(), now)?;
+//!
+//! let request = initiator.poll_transmit().unwrap();
+//! assert_eq!(responder.handle_input(&request, now)?, request.len());
+//! let Some(Event::RequestReceived(req)) = responder.poll_event() else { unreachable!() };
+//! assert_eq!(req.private_data, b"hello");
+//! responder.accept(b"welcome")?;
+//!
+//! let reply = responder.poll_transmit().unwrap();
+//! initiator.handle_input(&reply, now)?;
+//! let Some(Event::Established(up)) = initiator.poll_event() else { unreachable!() };
+//! assert_eq!(up.private_data, b"welcome");
+//! assert!(up.framing.crc);
+//! // Peer-to-peer mode: our first FPDU is a zero-length RDMA Write.
+//! assert_eq!(up.rtr_to_send(), Some(RtrType::Write));
+//! assert!(responder.established().unwrap().must_receive_before_sending());
+//! # Ok::<(), iwarp_proto::mpa::startup::StartupError>(())
+//! ```
 
 mod config;
 mod enhanced;

@@ -993,9 +993,16 @@ fn every_revision_pair() {
                     "{ctx}"
                 );
             } else if reply_rev < ilo {
-                // Unreachable with min <= max on both sides, kept for
-                // completeness.
-                assert!(run.initiator_result.is_err(), "{ctx}");
+                // The responder goes lower than the initiator accepts: it
+                // has accepted, the initiator refuses the Reply and closes.
+                assert_eq!(run.responder_result, Ok(()), "{ctx}");
+                assert_eq!(
+                    run.initiator_result,
+                    Err(StartupError::UnsupportedRevision {
+                        revision: reply_rev.wire()
+                    }),
+                    "{ctx}"
+                );
             } else {
                 let (i, _) = both_established(&run);
                 assert_eq!(i.revision, Some(reply_rev), "{ctx}");
