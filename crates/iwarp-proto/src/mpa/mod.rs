@@ -27,6 +27,6 @@ pub use fpdu_rx::{FpduReceiver, FramingEvent, Next};
 pub use fpdu_tx::FpduTransmitter;
 pub use params::FramingParams;
 pub use startup::{
-    CrcPolicy, Established, Event, ImmediateStart, Initiator, Responder, Revision, Role,
-    StartupConfig, StartupError, StartupMachine,
+    CrcPolicy, Established, Event as StartupEvent, ImmediateStart, Initiator, Responder, Revision,
+    Role, StartupConfig, StartupError, StartupMachine,
 };
