@@ -16,6 +16,7 @@ mod fpdu_tx;
 pub mod marker;
 pub mod mulpdu;
 mod params;
+pub mod startup;
 
 #[cfg(test)]
 mod fpdu_tests;
@@ -25,3 +26,7 @@ pub use error_code::LlpErrorCode;
 pub use fpdu_rx::{FpduReceiver, FramingEvent, Next, Span, UlpduLayout};
 pub use fpdu_tx::FpduTransmitter;
 pub use params::FramingParams;
+pub use startup::{
+    CrcPolicy, Established, Event as StartupEvent, ImmediateStart, Initiator, Responder, Revision,
+    Role, StartupConfig, StartupError, StartupMachine,
+};

@@ -1,0 +1,259 @@
+//! The initiator's startup machine: send the Request, validate the Reply.
+//!
+//! RFC 5044 §7.1.2 rule 1: the Request (with the application's private
+//! data) is queued as soon as the machine exists. Rule 3: the Reply is
+//! received and validated; a malformed Reply fails the startup and the
+//! connection must close; a Reply with R set ends MPA as a rejection,
+//! leaving TCP open; a valid accepting Reply establishes the connection,
+//! and the initiator may send FPDUs at once (its RTR first, in
+//! peer-to-peer mode).
+
+use std::time::Instant;
+
+use super::enhanced::{EnhancedData, RtrTypes, ENHANCED_DATA_LEN};
+use super::error::{Awaiting, StartupError};
+use super::frame::{FrameKind, Revision, StartupFrameRepr};
+use super::negotiate;
+use super::outcome::{Established, Event, PeerRejection};
+use super::reader::{FrameReader, ReceivedFrame};
+use super::{deadline_after, Common, Role, StartupConfig, StartupMachine, State};
+
+/// What this initiator put in its Request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sent {
+    revision: Revision,
+    markers: bool,
+    enhanced: Option<EnhancedData>,
+}
+
+/// The initiator of an MPA startup.
+///
+/// Create it at the stream position where MPA starts, send what
+/// [`poll_transmit`](StartupMachine::poll_transmit) gives (the Request),
+/// and feed the peer's octets to
+/// [`handle_input`](StartupMachine::handle_input) until an
+/// [`Event::Established`] or [`Event::Rejected`] comes out.
+#[derive(Debug, Clone)]
+pub struct Initiator {
+    config: StartupConfig,
+    sent: Sent,
+    reader: FrameReader,
+    common: Common,
+    rejection: Option<PeerRejection>,
+}
+
+impl Initiator {
+    /// Starts an initiator: queues its MPA Request carrying `private_data`
+    /// (RFC 5044 §7.1.2 rule 1) and arms the Reply timeout from `now`.
+    ///
+    /// Fails if the configuration is inconsistent or `private_data` does
+    /// not fit the Request (512 octets at revisions 1 and 2, less the 4
+    /// enhanced octets; 65535 at revision 0).
+    pub fn new(
+        config: StartupConfig,
+        private_data: &[u8],
+        now: Instant,
+    ) -> Result<Self, StartupError> {
+        config.validate_initiator()?;
+        let revision = config.max_revision;
+        let enhanced = config.sends_enhanced().then_some(EnhancedData {
+            ird: config.ird,
+            ord: config.ord,
+            peer_to_peer: config.peer_to_peer,
+            rtr: if config.peer_to_peer {
+                config.rtr_types
+            } else {
+                RtrTypes::NONE
+            },
+        });
+        let max = revision.max_private_data()
+            - if enhanced.is_some() {
+                ENHANCED_DATA_LEN
+            } else {
+                0
+            };
+        if private_data.len() > max {
+            return Err(StartupError::LocalPrivateDataTooLong {
+                length: private_data.len(),
+                max,
+                revision,
+            });
+        }
+        let request = StartupFrameRepr {
+            kind: FrameKind::Request,
+            markers: config.request_markers,
+            crc: config.crc.sends_crc(),
+            rejected: false,
+            revision,
+            enhanced,
+            private_data,
+        }
+        .to_bytes()
+        .map_err(|e| StartupError::from_frame(e, FrameKind::Request))?;
+        let mut common = Common::new(
+            State::AwaitingReply,
+            deadline_after(now, config.reply_timeout),
+        );
+        common.transmit.push_back(request);
+        Ok(Self {
+            sent: Sent {
+                revision,
+                markers: config.request_markers,
+                enhanced,
+            },
+            config,
+            reader: FrameReader::new(),
+            common,
+            rejection: None,
+        })
+    }
+
+    /// The responder's rejection, once one arrived.
+    pub fn rejection(&self) -> Option<&PeerRejection> {
+        self.rejection.as_ref()
+    }
+
+    /// The configuration this initiator runs with.
+    pub fn config(&self) -> &StartupConfig {
+        &self.config
+    }
+
+    fn read_reply(&mut self, input: &[u8]) -> Result<usize, StartupError> {
+        let config = &self.config;
+        let requested = self.sent.revision;
+        let (consumed, complete) =
+            self.reader
+                .read(input, FrameKind::Reply, config.max_private_data, |header| {
+                    negotiate::check_reply_revision(config, requested, header.revision)
+                })?;
+        if complete {
+            let frame = self
+                .reader
+                .received_frame()
+                .ok_or(StartupError::Truncated {
+                    received: self.reader.received(),
+                    expected: self.reader.expected_len(),
+                })?;
+            self.process_reply(frame)?;
+        }
+        Ok(consumed)
+    }
+
+    /// RFC 5044 §7.1.2 rule 3 and RFC 6581: judge a complete, well-formed
+    /// Reply.
+    fn process_reply(&mut self, reply: ReceivedFrame) -> Result<(), StartupError> {
+        if reply.rejected {
+            let rejection = PeerRejection {
+                revision: reply.revision,
+                private_data: reply.private_data,
+            };
+            self.common.state = State::Rejected;
+            self.common.deadline = None;
+            self.common
+                .events
+                .push_back(Event::Rejected(rejection.clone()));
+            self.rejection = Some(rejection);
+            return Ok(());
+        }
+        // RFC 6581: an enhanced Request answered at revision 2 gets enhanced
+        // data back; unrequested enhanced data is not a valid answer.
+        match (self.sent.enhanced, reply.enhanced) {
+            (Some(_), None) if reply.revision == Revision::Rev2 => {
+                return Err(StartupError::ReplyNotEnhanced)
+            }
+            (None, Some(_)) => return Err(StartupError::UnexpectedEnhancedReply),
+            _ => {}
+        }
+        negotiate::check_markers(&self.config, reply.markers, Role::Initiator)?;
+        negotiate::check_crc(self.config.crc, reply.crc, Role::Initiator)?;
+        let ird_ord = match (self.sent.enhanced, reply.enhanced) {
+            (Some(ours), Some(theirs)) => Some(negotiate::initiator_ird_ord(
+                ours.ird_ord(),
+                theirs.ird_ord(),
+                self.config.ird_ord_negotiation,
+            )?),
+            _ => None,
+        };
+        let rtr = match self.sent.enhanced {
+            Some(ours) if ours.peer_to_peer => Some(negotiate::check_reply_rtr(
+                ours.rtr,
+                reply.enhanced.as_ref(),
+            )?),
+            _ => None,
+        };
+        let crc = negotiate::crc_in_use(self.config.crc, reply.crc);
+        self.common.establish(Established {
+            role: Role::Initiator,
+            revision: Some(reply.revision),
+            framing: negotiate::framing(self.sent.markers, reply.markers, crc),
+            ird_ord,
+            rtr,
+            private_data: reply.private_data,
+        });
+        Ok(())
+    }
+}
+
+impl StartupMachine for Initiator {
+    fn handle_input(&mut self, input: &[u8], _now: Instant) -> Result<usize, StartupError> {
+        self.common.check_failed()?;
+        if self.common.state != State::AwaitingReply {
+            return Ok(0);
+        }
+        self.read_reply(input).map_err(|e| self.common.fail(e))
+    }
+
+    fn handle_eof(&mut self) -> Result<(), StartupError> {
+        self.common.check_failed()?;
+        if self.common.state != State::AwaitingReply {
+            return Ok(());
+        }
+        let error = match self.reader.received() {
+            0 => StartupError::ConnectionClosed {
+                waiting_for: Awaiting::Reply,
+            },
+            received => StartupError::Truncated {
+                received,
+                expected: self.reader.expected_len(),
+            },
+        };
+        Err(self.common.fail(error))
+    }
+
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), StartupError> {
+        self.common.check_failed()?;
+        if self.common.state != State::AwaitingReply || !self.common.expired(now) {
+            return Ok(());
+        }
+        // RFC 5044 §7.1.2 rule 10.
+        let error = StartupError::Timeout {
+            waiting_for: Awaiting::Reply,
+            received: self.reader.received(),
+        };
+        Err(self.common.fail(error))
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.common.deadline
+    }
+
+    fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.common.transmit.pop_front()
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        self.common.events.pop_front()
+    }
+
+    fn state(&self) -> State {
+        self.common.state
+    }
+
+    fn established(&self) -> Option<&Established> {
+        self.common.established.as_ref()
+    }
+
+    fn error(&self) -> Option<&StartupError> {
+        self.common.error.as_ref()
+    }
+}

@@ -1,0 +1,270 @@
+//! The MPA startup phase: Request/Reply frames and the machines that
+//! exchange them.
+//!
+//! Before FPDUs flow, the initiator sends an MPA Request frame and the
+//! responder answers with an MPA Reply frame (RFC 5044 §7.1). The exchange
+//! settles the revision (0, 1 or 2), CRC and markers, optionally carries
+//! private data for the applications, and at revision 2 (RFC 6581)
+//! exchanges IRD/ORD and the ready-to-receive message of peer-to-peer mode.
+//! The legacy immediate-start profile (draft-culley-iwarp-mpa-02) has no
+//! frames at all: [`ImmediateStart`].
+//!
+//! The machines are sans-IO, like `quinn-proto`: they own no socket and
+//! read no clock. A caller drives one through [`StartupMachine`]:
+//!
+//! - received octets go to [`handle_input`](StartupMachine::handle_input),
+//!   which returns how many it took. It never takes an octet beyond the
+//!   peer's startup frame: what follows is the first FPDU and belongs to
+//!   the FPDU receiver, so the caller keeps the rest;
+//! - the end of the stream goes to [`handle_eof`](StartupMachine::handle_eof);
+//! - time goes to [`handle_timeout`](StartupMachine::handle_timeout) once
+//!   [`poll_timeout`](StartupMachine::poll_timeout)'s instant has passed;
+//! - octets to send come from [`poll_transmit`](StartupMachine::poll_transmit)
+//!   and reports from [`poll_event`](StartupMachine::poll_event).
+//!
+//! A failure is returned by the `handle_*` call that met it (and by every
+//! later one); every such failure means the TCP connection must be closed
+//! ([`StartupError::closes_connection`]). A rejection is not a failure: the
+//! initiator reports the peer's with [`Event::Rejected`], the responder
+//! queues its Reply with R set (after [`Responder::reject`], or on its own
+//! with [`Event::Refused`] when the request asks for what it does not do);
+//! MPA is then over and the TCP connection stays open for the upper layer,
+//! starting right after the startup frame.
+//!
+//! The machines may be started at any point of a TCP connection (delayed
+//! startup, RFC 5044 §7.1.3): the caller simply starts them at the agreed
+//! stream position, after its own streaming-mode exchange.
+//!
+//! Both ends, wired back to back:
+//!
+//! ```
+//! use std::time::Instant;
+//! use iwarp_proto::mpa::startup::{
+//!     Event, Initiator, Responder, RtrType, StartupConfig, StartupMachine,
+//! };
+//!
+//! let now = Instant::now();
+//! let p2p = StartupConfig { peer_to_peer: true, ..StartupConfig::default() };
+//! let mut initiator = Initiator::new(p2p, b"hello", now)?;
+//! let mut responder = Responder::new(StartupConfig::default(), now)?;
+//!
+//! let request = initiator.poll_transmit().unwrap();
+//! assert_eq!(responder.handle_input(&request, now)?, request.len());
+//! let Some(Event::RequestReceived(req)) = responder.poll_event() else { unreachable!() };
+//! assert_eq!(req.private_data, b"hello");
+//! responder.accept(b"welcome")?;
+//!
+//! let reply = responder.poll_transmit().unwrap();
+//! initiator.handle_input(&reply, now)?;
+//! let Some(Event::Established(up)) = initiator.poll_event() else { unreachable!() };
+//! assert_eq!(up.private_data, b"welcome");
+//! assert!(up.framing.crc);
+//! // Peer-to-peer mode: our first FPDU is a zero-length RDMA Write.
+//! assert_eq!(up.rtr_to_send(), Some(RtrType::Write));
+//! assert!(responder.established().unwrap().must_receive_before_sending());
+//! # Ok::<(), iwarp_proto::mpa::startup::StartupError>(())
+//! ```
+
+mod config;
+mod enhanced;
+mod error;
+mod frame;
+mod immediate;
+mod initiator;
+mod negotiate;
+mod outcome;
+mod reader;
+mod responder;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+pub use config::{CrcPolicy, IrdOrdNegotiation, StartupConfig};
+pub use enhanced::{
+    EnhancedData, IrdOrd, RtrType, RtrTypes, ENHANCED_DATA_LEN, IRD_FLAG_PEER_TO_PEER,
+    IRD_FLAG_SEND_RTR, MAX_IRD_ORD, ORD_FLAG_READ_RTR, ORD_FLAG_WRITE_RTR,
+};
+pub use error::{Awaiting, StartupError};
+pub use frame::{
+    FrameError, FrameKind, Revision, StartupFrame, StartupFrameRepr, FLAG_CRC, FLAG_ENHANCED,
+    FLAG_GSO_EXPERIMENT, FLAG_MARKERS, FLAG_REJECT, HEADER_LEN, KEY_LEN, MAX_PRIVATE_DATA,
+    MAX_PRIVATE_DATA_REV0, REPLY_KEY, REQUEST_KEY,
+};
+pub use immediate::ImmediateStart;
+pub use initiator::Initiator;
+pub use outcome::{Established, Event, PeerRejection, PeerRequest};
+pub use responder::Responder;
+
+/// Which end of the MPA startup this is. It is not the TCP role: the
+/// initiator is the end that sends the Request (RFC 5044 §7.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Sends the MPA Request, waits for the Reply.
+    Initiator,
+    /// Waits for the MPA Request, answers with the Reply.
+    Responder,
+}
+
+/// Where a startup machine is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Responder: waiting for the MPA Request.
+    AwaitingRequest,
+    /// Responder: the Request is in; waiting for the application to accept
+    /// or reject.
+    AwaitingDecision,
+    /// Initiator: the Request is queued; waiting for the MPA Reply.
+    AwaitingReply,
+    /// Startup complete; full operation may begin.
+    Established,
+    /// The connection was rejected (by the peer's Reply, by this
+    /// responder's application, or by its policy). MPA is over, the TCP
+    /// connection is left open.
+    Rejected,
+    /// Startup failed; see the machine's error.
+    Failed,
+}
+
+impl State {
+    /// Whether the machine has finished, one way or another.
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Established | Self::Rejected | Self::Failed)
+    }
+}
+
+/// The interface shared by the startup machines.
+pub trait StartupMachine {
+    /// Feeds octets received from the peer. Returns how many were taken:
+    /// never more than the rest of the peer's startup frame. Once the
+    /// machine has finished (or while a responder waits for its
+    /// application) it takes nothing: the rest belongs to the FPDU
+    /// receiver. `now` stamps the arrival (it starts the decision timer).
+    fn handle_input(&mut self, input: &[u8], now: Instant) -> Result<usize, StartupError>;
+
+    /// The peer closed its half of the connection (FIN). A frame cut short
+    /// is improperly formatted; nothing at all is a lost connection.
+    fn handle_eof(&mut self) -> Result<(), StartupError>;
+
+    /// Time has passed; fails the startup if the current deadline is over.
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), StartupError>;
+
+    /// The instant at which [`handle_timeout`](Self::handle_timeout) should
+    /// next be called, if the machine is waiting with a deadline.
+    fn poll_timeout(&self) -> Option<Instant>;
+
+    /// The next octets to send, in order.
+    fn poll_transmit(&mut self) -> Option<Vec<u8>>;
+
+    /// The next event.
+    fn poll_event(&mut self) -> Option<Event>;
+
+    /// The current state.
+    fn state(&self) -> State;
+
+    /// The outcome, once established.
+    fn established(&self) -> Option<&Established>;
+
+    /// The failure, once failed; for a responder that refused a request
+    /// by policy ([`Event::Refused`]), the reason.
+    fn error(&self) -> Option<&StartupError>;
+}
+
+/// A boxed machine is a machine, so that a caller can hold any of them
+/// (`Box<dyn StartupMachine>`).
+impl<M: StartupMachine + ?Sized> StartupMachine for Box<M> {
+    fn handle_input(&mut self, input: &[u8], now: Instant) -> Result<usize, StartupError> {
+        (**self).handle_input(input, now)
+    }
+
+    fn handle_eof(&mut self) -> Result<(), StartupError> {
+        (**self).handle_eof()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), StartupError> {
+        (**self).handle_timeout(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        (**self).poll_timeout()
+    }
+
+    fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        (**self).poll_transmit()
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        (**self).poll_event()
+    }
+
+    fn state(&self) -> State {
+        (**self).state()
+    }
+
+    fn established(&self) -> Option<&Established> {
+        (**self).established()
+    }
+
+    fn error(&self) -> Option<&StartupError> {
+        (**self).error()
+    }
+}
+
+/// Plumbing both frame-exchanging machines share.
+#[derive(Debug, Clone)]
+struct Common {
+    state: State,
+    transmit: VecDeque<Vec<u8>>,
+    events: VecDeque<Event>,
+    deadline: Option<Instant>,
+    established: Option<Established>,
+    error: Option<StartupError>,
+}
+
+impl Common {
+    fn new(state: State, deadline: Option<Instant>) -> Self {
+        Self {
+            state,
+            transmit: VecDeque::new(),
+            events: VecDeque::new(),
+            deadline,
+            established: None,
+            error: None,
+        }
+    }
+
+    /// Records a failure; returns it for the caller.
+    fn fail(&mut self, error: StartupError) -> StartupError {
+        self.state = State::Failed;
+        self.deadline = None;
+        self.error = Some(error.clone());
+        error
+    }
+
+    /// The stored failure, if the machine has failed.
+    fn check_failed(&self) -> Result<(), StartupError> {
+        match (&self.state, &self.error) {
+            (State::Failed, Some(e)) => Err(e.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    fn establish(&mut self, established: Established) {
+        self.state = State::Established;
+        self.deadline = None;
+        self.events
+            .push_back(Event::Established(established.clone()));
+        self.established = Some(established);
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| now >= d)
+    }
+}
+
+/// `now + timeout`, or no deadline if that overflows.
+fn deadline_after(now: Instant, timeout: std::time::Duration) -> Option<Instant> {
+    now.checked_add(timeout)
+}
