@@ -1,8 +1,54 @@
 //! iWARP over TCP: the runtime around the `iwarp-proto` engines.
 //!
 //! This crate drives the sans-IO engines of `iwarp-proto` over real TCP
-//! sockets with tokio, and offers a verbs-shaped API (protection domains,
-//! memory regions, queue pairs, completion queues) with a connection
-//! manager (`Listener::bind`, `accept`, `connect`).
+//! sockets with tokio, and offers a verbs-shaped API:
+//!
+//! - [`ProtectionDomain`] and [`MemoryRegion`]: registered memory, with the
+//!   [`RemoteKey`] (STag, address, length) a peer needs to reach it;
+//! - [`QueuePair`]: `post_send`, `post_recv`, `rdma_write`, `rdma_read`,
+//!   their awaiting counterparts `send`, `recv`, `write`, `read`, and a
+//!   graceful `disconnect`;
+//! - [`CompletionQueue`]: `poll`, `next().await`, or a stream;
+//! - the connection manager: [`connect`], [`Listener::bind`] and
+//!   [`Listener::accept`], which yields a [`ConnectRequest`] to accept with
+//!   the application's private data or reject with a reason.
+//!
+//! ```no_run
+//! use iwarp::{connect, Access, Config, ProtectionDomain, QpOptions};
+//!
+//! # async fn demo() -> Result<(), iwarp::Error> {
+//! let pd = ProtectionDomain::new();
+//! let qp = connect("192.0.2.1:4791", &Config::default(), QpOptions::new(pd), b"hello").await?;
+//! let mr = pd.register(b"ping".to_vec(), Access::empty())?;
+//! qp.send(mr.sge(..)?).await?;
+//! qp.disconnect().await?;
+//! # Ok(()) }
+//! ```
 
 pub use iwarp_proto as proto;
+
+mod cm;
+mod config;
+mod connection;
+mod cq;
+mod error;
+mod info;
+mod memory;
+mod qp;
+mod socket;
+
+pub use cm::{accept_stream, connect, connect_stream, ConnectRequest, Listener};
+pub use config::{Config, Framing, QpOptions};
+pub use cq::{Completion, CompletionOpcode, CompletionQueue, CompletionStatus};
+pub use error::{ConnectionError, Error};
+pub use info::ConnectionInfo;
+pub use memory::{
+    Access, MemoryRegion, ProtectionDomain, RegionMut, RegionRef, RegisterOptions, RemoteKey, STag,
+};
+pub use qp::{QpStats, QueuePair};
+
+pub use iwarp_proto::mpa::startup::{
+    CrcPolicy, IrdOrd, Revision, Role, RtrType, RtrTypes, StartupConfig,
+};
+pub use iwarp_proto::mpa::FramingParams;
+pub use iwarp_proto::rdmap::{QpState, SendFlags, Sge};

@@ -1,0 +1,428 @@
+//! The connection manager: `connect`, `Listener::bind` / `accept`.
+//!
+//! A TCP connection is made (or taken over, for a delayed startup after a
+//! streaming-mode exchange), the MPA startup frames are exchanged with the
+//! sans-IO machines of `iwarp_proto::mpa::startup` (or none, for the
+//! immediate-start profile), and the connection then runs in full
+//! operation as a [`QueuePair`].
+//!
+//! The listener runs each incoming startup in its own task, so a slow or
+//! silent peer holds up nobody, and hands only valid requests to
+//! [`Listener::accept`]; the application then accepts with its own private
+//! data or rejects with a reason.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{lookup_host, TcpListener, TcpStream, ToSocketAddrs};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinHandle;
+
+use iwarp_proto::memory::StreamId;
+use iwarp_proto::mpa::mulpdu::mulpdu;
+use iwarp_proto::mpa::startup::{
+    Established, Event, ImmediateStart, Initiator, IrdOrd, PeerRequest, Responder, Revision, Role,
+    StartupMachine,
+};
+use iwarp_proto::rdmap::QueuePairConfig;
+
+use crate::config::{Config, Framing, QpOptions};
+use crate::connection::{Shared, Startup};
+use crate::error::Error;
+use crate::info::ConnectionInfo;
+use crate::qp::QueuePair;
+use crate::socket;
+
+/// Startups a listener runs at once at most; more wait for a slot, so a
+/// flood of silent peers costs bounded memory.
+const MAX_PENDING_STARTUPS: usize = 256;
+
+/// Accepted requests waiting for [`Listener::accept`].
+const ACCEPT_BACKLOG: usize = 64;
+
+/// Octets read at a time during startup.
+const STARTUP_READ: usize = 4096;
+
+fn next_stream_id() -> StreamId {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    StreamId(NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Connects to `addr`, runs the MPA startup as initiator with
+/// `private_data`, and returns the queue pair.
+pub async fn connect(
+    addr: impl ToSocketAddrs,
+    config: &Config,
+    qp: QpOptions,
+    private_data: &[u8],
+) -> Result<QueuePair, Error> {
+    let mut last = None;
+    for a in lookup_host(addr).await? {
+        match tokio::time::timeout(config.connect_timeout, TcpStream::connect(a)).await {
+            Ok(Ok(stream)) => return connect_stream(stream, config, qp, private_data).await,
+            Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                last = Some(Error::Refused(a))
+            }
+            Ok(Err(e)) => last = Some(Error::Io(e)),
+            Err(_) => last = Some(Error::ConnectTimeout(a)),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        Error::Io(io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            "no address to connect to",
+        ))
+    }))
+}
+
+/// Runs the MPA startup as initiator on a connected TCP stream: for a
+/// delayed startup, where the application exchanged streaming-mode data
+/// first (RFC 5044 §7.1.3); MPA starts at the stream's current position.
+pub async fn connect_stream(
+    mut stream: TcpStream,
+    config: &Config,
+    qp: QpOptions,
+    private_data: &[u8],
+) -> Result<QueuePair, Error> {
+    let emss = socket::prepare(&stream, config.nodelay)?;
+    let (established, leftover) = match config.framing {
+        Framing::ImmediateStart => {
+            if !private_data.is_empty() {
+                return Err(Error::Config(
+                    "the immediate-start profile carries no private data".into(),
+                ));
+            }
+            (immediate(Role::Initiator), Vec::new())
+        }
+        Framing::Mpa => {
+            let mut m = Initiator::new(config.startup.clone(), private_data, Instant::now())?;
+            let (event, leftover) = drive(&mut stream, &mut m, Vec::new()).await?;
+            match event {
+                Event::Established(e) => (e, leftover),
+                Event::Rejected(r) => {
+                    return Err(Error::Rejected {
+                        private_data: r.private_data,
+                    })
+                }
+                Event::RequestReceived(_) | Event::Refused(_) => {
+                    return Err(Error::Io(io::Error::other("unexpected startup event")))
+                }
+            }
+        }
+    };
+    start(stream, established, &leftover, config, qp, emss)
+}
+
+/// The outcome of the immediate-start profile, which has no exchange.
+fn immediate(role: Role) -> Established {
+    match ImmediateStart::new(role).poll_event() {
+        Some(Event::Established(e)) => e,
+        _ => unreachable!("the immediate-start profile is established at once"),
+    }
+}
+
+/// Exchanges startup octets until the machine reports an event. Returns
+/// the event and the octets read past the peer's frame.
+async fn drive<M: StartupMachine>(
+    stream: &mut TcpStream,
+    m: &mut M,
+    mut pending: Vec<u8>,
+) -> Result<(Event, Vec<u8>), Error> {
+    let mut buf = vec![0u8; STARTUP_READ];
+    loop {
+        while let Some(out) = m.poll_transmit() {
+            stream.write_all(&out).await?;
+        }
+        if let Some(event) = m.poll_event() {
+            return match event {
+                Event::Refused(e) => Err(Error::Startup(e)),
+                other => Ok((other, pending)),
+            };
+        }
+        if let Some(e) = m.error() {
+            return Err(Error::Startup(e.clone()));
+        }
+        if !pending.is_empty() {
+            let used = m.handle_input(&pending, Instant::now())?;
+            pending.drain(..used);
+            if used > 0 {
+                continue;
+            }
+        }
+        let read = match m.poll_timeout() {
+            Some(deadline) => {
+                let deadline = tokio::time::Instant::from_std(deadline);
+                tokio::time::timeout_at(deadline, stream.read(&mut buf)).await
+            }
+            None => Ok(stream.read(&mut buf).await),
+        };
+        match read {
+            Err(_elapsed) => m.handle_timeout(Instant::now())?,
+            Ok(Ok(0)) => m.handle_eof()?,
+            Ok(Ok(n)) => {
+                let used = m.handle_input(&buf[..n], Instant::now())?;
+                pending.extend_from_slice(&buf[used..n]);
+            }
+            Ok(Err(e)) => return Err(Error::Io(e)),
+        }
+    }
+}
+
+/// Starts full operation on an established connection.
+fn start(
+    stream: TcpStream,
+    established: Established,
+    leftover: &[u8],
+    config: &Config,
+    qp: QpOptions,
+    emss: usize,
+) -> Result<QueuePair, Error> {
+    let framing = established.framing;
+    let send_mulpdu = mulpdu(emss, framing.send_markers);
+    let mut engine = QueuePairConfig::new(qp.pd.id, next_stream_id());
+    engine.send_queue_depth = config.send_queue_depth;
+    engine.recv_queue_depth = config.recv_queue_depth;
+    engine.mulpdu = send_mulpdu;
+    let IrdOrd { ird, ord } = established.ird_ord.unwrap_or(IrdOrd {
+        ird: config.startup.ird,
+        ord: config.startup.ord,
+    });
+    engine.ird = usize::from(ird);
+    engine.ord = usize::from(ord);
+    let info = ConnectionInfo {
+        role: established.role,
+        revision: established.revision,
+        framing,
+        ird_ord: established.ird_ord,
+        rtr: established.rtr,
+        peer_private_data: established.private_data.clone(),
+        emss,
+        mulpdu: send_mulpdu,
+    };
+    let shared = Shared::start(Startup {
+        stream,
+        engine,
+        info,
+        leftover,
+        hold_until_first_fpdu: established.must_receive_before_sending(),
+        rtr: established.rtr_to_send(),
+        send_cq: qp.send_cq,
+        recv_cq: qp.recv_cq,
+        idle_timeout: config.idle_timeout,
+    })?;
+    Ok(QueuePair::new(shared))
+}
+
+/// Listens for iWARP connections.
+#[derive(Debug)]
+pub struct Listener {
+    local: SocketAddr,
+    incoming: mpsc::Receiver<ConnectRequest>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Listener {
+    /// Binds a TCP listener at `addr`; incoming connections run their
+    /// startup with `config`.
+    pub async fn bind(addr: impl ToSocketAddrs, config: Config) -> Result<Self, Error> {
+        let tcp = TcpListener::bind(addr).await?;
+        let local = tcp.local_addr()?;
+        let (tx, incoming) = mpsc::channel(ACCEPT_BACKLOG);
+        let config = Arc::new(config);
+        let task = tokio::spawn(listen(tcp, config, tx));
+        Ok(Self {
+            local,
+            incoming,
+            task,
+        })
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The next connection request whose startup frame was valid.
+    /// Connections whose startup failed (malformed or silent peers) are
+    /// closed and never show up here.
+    pub async fn accept(&mut self) -> Result<ConnectRequest, Error> {
+        self.incoming
+            .recv()
+            .await
+            .ok_or_else(|| Error::Io(io::Error::other("listener stopped")))
+    }
+}
+
+async fn listen(tcp: TcpListener, config: Arc<Config>, tx: mpsc::Sender<ConnectRequest>) {
+    let slots = Arc::new(Semaphore::new(MAX_PENDING_STARTUPS));
+    loop {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let (stream, peer) = match tcp.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                // Out of descriptors and the like: do not spin.
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let config = config.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            match accept_stream(stream, &config, &[]).await {
+                Ok(request) => {
+                    let _ = tx.send(request).await;
+                }
+                Err(e) => tracing::debug!(%peer, error = %e, "incoming startup failed"),
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Runs the MPA startup as responder on a connected TCP stream, up to the
+/// application's decision: for a delayed startup (RFC 5044 §7.1.3). A
+/// non-empty `last_streaming_message` is sent first, as the responder's
+/// last streaming-mode message (RFC 5044 §7.1.5 item 2).
+pub async fn accept_stream(
+    mut stream: TcpStream,
+    config: &Config,
+    last_streaming_message: &[u8],
+) -> Result<ConnectRequest, Error> {
+    let peer = stream.peer_addr()?;
+    let emss = socket::prepare(&stream, config.nodelay)?;
+    let (machine, request, leftover) = match config.framing {
+        Framing::ImmediateStart => {
+            if !last_streaming_message.is_empty() {
+                stream.write_all(last_streaming_message).await?;
+            }
+            (Machine::Immediate, None, Vec::new())
+        }
+        Framing::Mpa => {
+            let mut m = Responder::with_last_streaming_message(
+                config.startup.clone(),
+                last_streaming_message,
+                Instant::now(),
+            )?;
+            let (event, leftover) = drive(&mut stream, &mut m, Vec::new()).await?;
+            let Event::RequestReceived(request) = event else {
+                return Err(Error::Io(io::Error::other("unexpected startup event")));
+            };
+            (Machine::Mpa(Box::new(m)), Some(request), leftover)
+        }
+    };
+    Ok(ConnectRequest {
+        stream,
+        machine,
+        request,
+        leftover,
+        peer,
+        emss,
+        config: config.clone(),
+    })
+}
+
+#[derive(Debug)]
+enum Machine {
+    Mpa(Box<Responder>),
+    Immediate,
+}
+
+/// A connection request waiting for the application's decision.
+#[derive(Debug)]
+pub struct ConnectRequest {
+    stream: TcpStream,
+    machine: Machine,
+    request: Option<PeerRequest>,
+    leftover: Vec<u8>,
+    peer: SocketAddr,
+    emss: usize,
+    config: Config,
+}
+
+impl ConnectRequest {
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// The MPA Request as received; `None` for the immediate-start
+    /// profile, which has none.
+    pub fn request(&self) -> Option<&PeerRequest> {
+        self.request.as_ref()
+    }
+
+    /// The MPA revision the peer sent.
+    pub fn revision(&self) -> Option<Revision> {
+        self.request.as_ref().map(|r| r.revision)
+    }
+
+    /// The peer's private data (without revision 2's enhanced octets).
+    pub fn private_data(&self) -> &[u8] {
+        self.request.as_ref().map_or(&[], |r| &r.private_data)
+    }
+
+    /// Accepts the connection, answering with `private_data`.
+    pub async fn accept(self, qp: QpOptions, private_data: &[u8]) -> Result<QueuePair, Error> {
+        self.accept_with(qp, private_data, None).await
+    }
+
+    /// Accepts with this end's own IRD/ORD, at most what the request
+    /// proposed (revision 2 enhanced requests).
+    pub async fn accept_with(
+        mut self,
+        qp: QpOptions,
+        private_data: &[u8],
+        ird_ord: Option<IrdOrd>,
+    ) -> Result<QueuePair, Error> {
+        let established = match &mut self.machine {
+            Machine::Immediate => immediate(Role::Responder),
+            Machine::Mpa(m) => {
+                // The application may have taken longer than allowed.
+                m.handle_timeout(Instant::now())?;
+                m.accept_with(private_data, ird_ord)?;
+                while let Some(out) = m.poll_transmit() {
+                    self.stream.write_all(&out).await?;
+                }
+                m.established()
+                    .cloned()
+                    .ok_or_else(|| Error::Io(io::Error::other("startup not established")))?
+            }
+        };
+        start(
+            self.stream,
+            established,
+            &self.leftover,
+            &self.config,
+            qp,
+            self.emss,
+        )
+    }
+
+    /// Rejects the connection with `private_data` (usually the reason):
+    /// an MPA Reply with the Rejected bit is sent and MPA ends. The TCP
+    /// connection is left open and handed back (RFC 5044 §7.1.2 rule 2):
+    /// drop it to close it. With the immediate-start profile there is no
+    /// frame to send; the stream is handed back as it is.
+    pub async fn reject(mut self, private_data: &[u8]) -> Result<TcpStream, Error> {
+        if let Machine::Mpa(m) = &mut self.machine {
+            m.reject(private_data)?;
+            while let Some(out) = m.poll_transmit() {
+                self.stream.write_all(&out).await?;
+            }
+        }
+        Ok(self.stream)
+    }
+}

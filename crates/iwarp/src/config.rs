@@ -1,0 +1,128 @@
+//! Connection configuration.
+
+use std::time::Duration;
+
+use iwarp_proto::mpa::startup::{CrcPolicy, Revision, RtrTypes, StartupConfig};
+
+use crate::cq::CompletionQueue;
+use crate::memory::ProtectionDomain;
+
+/// How the two ends agree on framing before data flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// MPA with startup frames (Request/Reply): revisions 0, 1 and 2 as
+    /// [`Config::startup`] allows. The default.
+    #[default]
+    Mpa,
+    /// The legacy immediate-start profile of draft-culley-iwarp-mpa-02: no
+    /// startup frames, markers and CRC on in both directions from the
+    /// first octet. Both ends must be configured for it; there is no
+    /// private data.
+    ImmediateStart,
+}
+
+/// How connections are set up and run. The default connects, without
+/// further configuration, to Linux `siw` and to hardware RNICs: MPA
+/// revision 2 with enhanced data (revisions 0 to 2 accepted), CRC asked
+/// for, no markers asked for, IRD/ORD 16/16, `TCP_NODELAY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Startup frames or the immediate-start profile.
+    pub framing: Framing,
+    /// The MPA startup: revisions, CRC policy, markers wanted on receive,
+    /// IRD/ORD, peer-to-peer RTR mode, private data limit and startup
+    /// timeouts.
+    pub startup: StartupConfig,
+    /// How long a TCP connection attempt may take.
+    pub connect_timeout: Duration,
+    /// If set, a connection on which nothing arrives for this long is
+    /// considered lost (iWARP itself has no keepalive).
+    pub idle_timeout: Option<Duration>,
+    /// Disable Nagle's algorithm, so that segments start with FPDUs
+    /// (RFC 5044 §5.1); on by default, as in Linux `siw`.
+    pub nodelay: bool,
+    /// Send-queue work requests outstanding at most.
+    pub send_queue_depth: usize,
+    /// Posted receives at most.
+    pub recv_queue_depth: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            framing: Framing::Mpa,
+            startup: StartupConfig::default(),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: None,
+            nodelay: true,
+            send_queue_depth: 1024,
+            recv_queue_depth: 1024,
+        }
+    }
+}
+
+impl Config {
+    /// The default configuration, offering at most MPA `revision`.
+    pub fn with_revision(revision: Revision) -> Self {
+        let mut c = Self::default();
+        c.startup.max_revision = revision;
+        c
+    }
+
+    /// The legacy immediate-start profile.
+    pub fn immediate_start() -> Self {
+        Self {
+            framing: Framing::ImmediateStart,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the CRC policy.
+    pub fn crc(mut self, policy: CrcPolicy) -> Self {
+        self.startup.crc = policy;
+        self
+    }
+
+    /// Asks the peer for markers in what it sends to this end.
+    pub fn markers_on_receive(mut self, wanted: bool) -> Self {
+        self.startup.request_markers = wanted;
+        self
+    }
+
+    /// Sets the IRD and ORD offered (revision 2).
+    pub fn ird_ord(mut self, ird: u16, ord: u16) -> Self {
+        self.startup.ird = ird;
+        self.startup.ord = ord;
+        self
+    }
+
+    /// Requests peer-to-peer mode with these RTR types (revision 2).
+    pub fn peer_to_peer(mut self, rtr: RtrTypes) -> Self {
+        self.startup.peer_to_peer = true;
+        self.startup.rtr_types = rtr;
+        self
+    }
+}
+
+/// The protection domain and completion queues of a new queue pair.
+#[derive(Debug, Clone)]
+pub struct QpOptions {
+    /// The domain whose regions the queue pair may use.
+    pub pd: ProtectionDomain,
+    /// Where Sends, Writes and Reads complete.
+    pub send_cq: CompletionQueue,
+    /// Where receives complete.
+    pub recv_cq: CompletionQueue,
+}
+
+impl QpOptions {
+    /// A queue pair in `pd` with one new completion queue for both sides.
+    pub fn new(pd: ProtectionDomain) -> Self {
+        let cq = CompletionQueue::new(1024);
+        Self {
+            pd,
+            send_cq: cq.clone(),
+            recv_cq: cq,
+        }
+    }
+}

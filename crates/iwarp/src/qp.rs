@@ -1,0 +1,214 @@
+//! The queue pair: the application's handle on one connection.
+//!
+//! As in verbs, work is posted with an id and reported later as a
+//! completion on the queue pair's completion queues. The `async`
+//! convenience methods ([`QueuePair::send`], [`QueuePair::write`],
+//! [`QueuePair::read`], [`QueuePair::recv`]) post one request and wait for
+//! its own completion; they never take completions meant for the queues.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use iwarp_proto::rdmap::{Completion, CompletionStatus, PostError, QpState, SendFlags, Sge};
+
+use crate::connection::{ConnectionError, Inner, Shared};
+use crate::cq::CompletionQueue;
+use crate::error::Error;
+use crate::info::ConnectionInfo;
+use crate::memory::RemoteKey;
+
+/// How long [`QueuePair::disconnect`] waits for the peer to close its side.
+const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Drops the connection when the last user handle goes.
+#[derive(Debug)]
+struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared.abandon();
+    }
+}
+
+/// One iWARP connection: post work to it, collect completions from its
+/// completion queues. Cloning gives another handle to the same connection;
+/// dropping the last one closes it abruptly ([`QueuePair::disconnect`]
+/// closes it gracefully).
+#[derive(Debug, Clone)]
+pub struct QueuePair {
+    handle: Arc<Handle>,
+}
+
+/// Octet counts of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QpStats {
+    /// Octets written to the socket (framing included).
+    pub octets_sent: u64,
+    /// Octets read from the socket (framing included).
+    pub octets_received: u64,
+    /// Payload octets read from the socket straight into their region.
+    pub octets_placed_directly: u64,
+}
+
+impl QueuePair {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            handle: Arc::new(Handle { shared }),
+        }
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.handle.shared
+    }
+
+    /// What the connection's startup settled.
+    pub fn info(&self) -> &ConnectionInfo {
+        &self.shared().info
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.shared().peer
+    }
+
+    /// This end's address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared().local
+    }
+
+    /// The queue that reports Sends, RDMA Writes and RDMA Reads.
+    pub fn send_cq(&self) -> &CompletionQueue {
+        &self.shared().send_cq
+    }
+
+    /// The queue that reports receives.
+    pub fn recv_cq(&self) -> &CompletionQueue {
+        &self.shared().recv_cq
+    }
+
+    /// The queue pair's state.
+    pub fn state(&self) -> QpState {
+        self.shared().state()
+    }
+
+    /// Why the connection stopped moving data, once it has.
+    pub fn error(&self) -> Option<ConnectionError> {
+        self.shared().lock().error.clone()
+    }
+
+    /// Octet counts so far.
+    pub fn stats(&self) -> QpStats {
+        let (sent, received, direct) = self.shared().lock().octets();
+        QpStats {
+            octets_sent: sent,
+            octets_received: received,
+            octets_placed_directly: direct,
+        }
+    }
+
+    fn post(&self, f: impl FnOnce(&mut Inner) -> Result<(), PostError>) -> Result<(), Error> {
+        self.shared().with_engine(f).map_err(Error::Post)
+    }
+
+    /// Posts a receive buffer for an incoming Send. iWARP has no
+    /// receiver-not-ready: a Send that finds no posted buffer ends the
+    /// connection, so keep receives posted ahead of the peer's Sends.
+    pub fn post_recv(&self, wr_id: u64, sge: Sge) -> Result<(), Error> {
+        self.post(|i| i.qp.post_recv(wr_id, sge))
+    }
+
+    /// Posts a Send of `sge`.
+    pub fn post_send(&self, wr_id: u64, sge: Sge) -> Result<(), Error> {
+        self.post_send_with(wr_id, sge, SendFlags::default())
+    }
+
+    /// Posts a Send with Solicited Event and/or Invalidate.
+    pub fn post_send_with(&self, wr_id: u64, sge: Sge, flags: SendFlags) -> Result<(), Error> {
+        self.post(|i| i.qp.post_send(wr_id, sge, flags))
+    }
+
+    /// Posts an RDMA Write of `sge` to the peer's memory at `remote`'s
+    /// STag and address.
+    pub fn rdma_write(&self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
+        self.post(|i| i.qp.rdma_write(wr_id, sge, remote.stag, remote.addr))
+    }
+
+    /// Posts an RDMA Read of `sge.len` octets from the peer's memory at
+    /// `remote`'s STag and address into `sge`, which must allow local and
+    /// remote write (the Read Response is a tagged write into it).
+    pub fn rdma_read(&self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
+        self.post(|i| i.qp.rdma_read(wr_id, sge, remote.stag, remote.addr))
+    }
+
+    /// Posts one runtime-owned request and waits for its completion.
+    async fn run(
+        &self,
+        f: impl FnOnce(&mut Inner, u64) -> Result<(), PostError>,
+    ) -> Result<Completion, Error> {
+        let waiter: oneshot::Receiver<Completion> = self.shared().with_engine(|inner| {
+            let (id, rx) = Shared::internal_wr(inner);
+            f(inner, id).map(|()| rx)
+        })?;
+        match waiter.await {
+            Ok(c) if c.status == CompletionStatus::Success => Ok(c),
+            Ok(c) => Err(Error::Completion(c)),
+            Err(_) => Err(Error::Connection(
+                self.error().unwrap_or(ConnectionError::LocallyClosed),
+            )),
+        }
+    }
+
+    /// Sends `sge` and waits until the Send is complete.
+    pub async fn send(&self, sge: Sge) -> Result<Completion, Error> {
+        self.send_with(sge, SendFlags::default()).await
+    }
+
+    /// Sends `sge` with Solicited Event and/or Invalidate and waits until
+    /// the Send is complete.
+    pub async fn send_with(&self, sge: Sge, flags: SendFlags) -> Result<Completion, Error> {
+        self.run(|i, id| i.qp.post_send(id, sge, flags)).await
+    }
+
+    /// Posts `sge` as a receive buffer and waits for a Send to fill it.
+    pub async fn recv(&self, sge: Sge) -> Result<Completion, Error> {
+        self.run(|i, id| i.qp.post_recv(id, sge)).await
+    }
+
+    /// RDMA-Writes `sge` to `remote` and waits until the Write is complete.
+    pub async fn write(&self, sge: Sge, remote: RemoteKey) -> Result<Completion, Error> {
+        self.run(|i, id| i.qp.rdma_write(id, sge, remote.stag, remote.addr))
+            .await
+    }
+
+    /// RDMA-Reads `sge.len` octets from `remote` into `sge` and waits until
+    /// they are placed.
+    pub async fn read(&self, sge: Sge, remote: RemoteKey) -> Result<Completion, Error> {
+        self.run(|i, id| i.qp.rdma_read(id, sge, remote.stag, remote.addr))
+            .await
+    }
+
+    /// Closes the connection gracefully: work already posted finishes (and
+    /// completes), nothing new is accepted, then both ends close. Waits up
+    /// to 5 seconds for the peer to close its side, then closes abruptly.
+    pub async fn disconnect(&self) -> Result<(), Error> {
+        self.shared().close();
+        if tokio::time::timeout(DISCONNECT_TIMEOUT, self.shared().closed())
+            .await
+            .is_err()
+        {
+            self.shared().abandon();
+            self.shared().closed().await;
+        }
+        Ok(())
+    }
+
+    /// Waits until the connection has ended, for whatever reason.
+    pub async fn closed(&self) {
+        self.shared().closed().await;
+    }
+}
