@@ -49,16 +49,26 @@
 //! [`negotiation`], CRC byte order and header CRC coverage in [`frame`],
 //! markers in [`marker`], Terminate codes in `error`.
 
+mod error;
+pub mod frame;
+mod frame_rx;
+mod frame_tx;
 pub mod indication;
 pub mod marker;
 pub mod negotiation;
 mod params;
 
 #[cfg(test)]
+mod frame_tests;
+#[cfg(test)]
 mod indication_tests;
 #[cfg(test)]
 mod negotiation_tests;
 
+pub use error::{IftRxError, IftTxError};
+pub use frame::MAX_HEADER_SIZE;
+pub use frame_rx::{FrameEvent, IftReceiver, Next};
+pub use frame_tx::IftTransmitter;
 pub use indication::{Indication, IndicationError, Phase};
 pub use marker::MarkerInterval;
 pub use negotiation::{settle, CrcDemand, IftConfig, Negotiation, NegotiationError, Role, Status};

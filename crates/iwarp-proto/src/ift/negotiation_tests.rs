@@ -4,6 +4,7 @@
 
 use super::indication::INDICATION_LEN;
 use super::*;
+use crate::framing::{CollectUlpdus, WireBatch};
 use crate::mpa::LlpErrorCode;
 use proptest::prelude::*;
 use std::time::{Duration, Instant};
@@ -344,6 +345,40 @@ fn responder_answers_only_after_phase_0_and_only_once() {
     assert!(nb.params().is_some());
     assert_eq!(na.handle_input(&phase1), Ok(INDICATION_LEN));
     assert!(na.params().is_some());
+}
+
+/// The octets after the peer's indication are not consumed: node B may
+/// send frames right behind phase 1, in the same TCP segment.
+#[test]
+fn octets_after_the_indication_go_to_the_frame_receiver() {
+    let now = Instant::now();
+    let mut na = Negotiation::new(Role::Initiator, IftConfig::new(0xa), now);
+    let mut nb = Negotiation::new(Role::Responder, IftConfig::new(0xb), now);
+    nb.handle_input(&na.poll_transmit().unwrap()).unwrap();
+    let mut tx = IftTransmitter::new(nb.params().unwrap().tx);
+    let mut stream = nb.poll_transmit().unwrap().to_vec();
+    let mut batch = WireBatch::new();
+    let payload = b"right behind phase 1";
+    tx.frame(&[0x41; 18], &[payload], &mut batch).unwrap();
+    batch.write_to(&[payload], &mut stream);
+    for chunk in [1, 7, 64, 65, stream.len()] {
+        let mut na = na.clone();
+        let mut rx = None;
+        let mut sink = CollectUlpdus::new();
+        for piece in stream.chunks(chunk) {
+            let used = na.handle_input(piece).unwrap();
+            let rest = &piece[used..];
+            if let Some(params) = na.params() {
+                let rx = rx.get_or_insert_with(|| IftReceiver::new(params.rx));
+                assert_eq!(rx.receive(rest, &mut sink), Ok(rest.len()));
+            } else {
+                assert!(rest.is_empty());
+            }
+        }
+        assert_eq!(sink.complete, vec![[&[0x41; 18][..], payload].concat()]);
+        assert_eq!(na.handle_input(b"more"), Ok(0));
+    }
+    let _ = na.poll_transmit();
 }
 
 #[test]
