@@ -261,6 +261,10 @@ impl IftReceiver {
             let avail = (input.len() - used).min(self.room());
             let bytes = &input[used..used + avail];
             let (n, event) = match self.field {
+                Field::IftHeader { got: 0 } => match self.read_headers_at_once(bytes)? {
+                    Some(done) => done,
+                    None => self.read_ift_header(0, bytes)?,
+                },
                 Field::IftHeader { got } => self.read_ift_header(got, bytes)?,
                 Field::DdpHeader { got } => self.read_ddp_header(got, bytes)?,
                 Field::HeaderCrc { got } => self.read_header_crc(got, bytes)?,
@@ -274,6 +278,49 @@ impl IftReceiver {
                 return Ok((used, event));
             }
         }
+    }
+
+    /// The fast path for the common case: the IFT header, DDP header and
+    /// header CRC all in `bytes` (which holds no marker). Checks exactly
+    /// what the octet-by-octet path checks, in the same order; returns
+    /// `None`, consuming nothing, when the headers are not all there or
+    /// header_size is too large (the slow path then reports it).
+    fn read_headers_at_once(
+        &mut self,
+        bytes: &[u8],
+    ) -> Result<Option<(usize, Option<FrameEvent>)>, IftRxError> {
+        let Some(ift) = bytes.get(..IFT_HEADER_LEN) else {
+            return Ok(None);
+        };
+        let h = IftHeader::parse([ift[0], ift[1], ift[2], ift[3], ift[4], ift[5]]);
+        let header_len = usize::from(h.header_size);
+        let crc_len = if self.params.header_crc.present() {
+            CRC_LEN
+        } else {
+            0
+        };
+        let covered = IFT_HEADER_LEN + header_len;
+        if header_len > MAX_HEADER_SIZE || bytes.len() < covered + crc_len {
+            return Ok(None);
+        }
+        self.frame_offset = self.offset;
+        self.ift_header.copy_from_slice(ift);
+        self.ddp_header[..header_len].copy_from_slice(&bytes[IFT_HEADER_LEN..covered]);
+        self.header_len = header_len;
+        self.payload_len = usize::from(h.payload_size);
+        if self.params.header_crc == RxCrc::Checked {
+            let f = &bytes[covered..covered + CRC_LEN];
+            let received = crc::from_wire([f[0], f[1], f[2], f[3]]);
+            let computed = crc::crc32c(&bytes[..covered]);
+            if received != computed {
+                return Err(self.fail(IftRxError::HeaderCrc {
+                    frame_offset: self.frame_offset,
+                    computed,
+                    received,
+                }));
+            }
+        }
+        Ok(Some((covered + crc_len, Some(self.header_verified()?))))
     }
 
     fn read_ift_header(

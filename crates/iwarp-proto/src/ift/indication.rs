@@ -29,7 +29,7 @@
 //! - §4.2 does not say what the CRC covers or how it is stored. It covers
 //!   every octet before it (0..60, reserved octets included, so that a
 //!   damaged reserved octet is still caught) and is stored least significant
-//!   octet first: the CRC32c of [iSCSI] that §5.1 names, stored the way
+//!   octet first: the CRC32c of iSCSI (RFC 3720) that §5.1 names, stored the way
 //!   iSCSI digests and MPA's CRC (RFC 5044, draft-ietf-rddp-mpa-01 §5.2) are.
 //! - §4.2 leaves the marker interval's meaning to §9, which is "TBD". Here
 //!   it is the interval at which the sender of the indication wants to
