@@ -35,11 +35,12 @@
 //! here, so there is nothing to guess and nothing to re-place.
 
 use super::frame::{IftHeader, CRC_LEN, IFT_HEADER_LEN, MAX_HEADER_SIZE};
-use super::marker::{self, MARKER_LEN};
+use super::marker::{self, MarkerInterval, MARKER_LEN};
 use super::params::{RxCrc, RxParams};
 use super::IftRxError;
 use crate::framing::{FeedError, UlpduSink};
 use crate::mpa::crc::{self, Crc32c};
+use crate::mpa::Span;
 
 /// What the receiver expects next in the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +58,38 @@ pub enum Next {
     },
     /// An error was reported; nothing more is accepted.
     Failed,
+}
+
+/// The stream layout of upcoming payload octets: see
+/// [`IftReceiver::payload_layout`]. It yields MPA's [`Span`]s, so that a
+/// runtime builds its vectored reads the same way over either framing
+/// ([`Span::Ulpdu`] counts payload octets here).
+#[derive(Debug, Clone)]
+pub struct PayloadLayout {
+    offset: u64,
+    left: usize,
+    markers: Option<MarkerInterval>,
+}
+
+impl Iterator for PayloadLayout {
+    type Item = Span;
+
+    fn next(&mut self) -> Option<Span> {
+        if self.left == 0 {
+            return None;
+        }
+        let run = match self.markers {
+            Some(i) if i.is_marker_at(self.offset) => {
+                self.offset += MARKER_LEN as u64;
+                return Some(Span::Marker);
+            }
+            Some(i) => self.left.min(i.room(self.offset)),
+            None => self.left,
+        };
+        self.left -= run;
+        self.offset += run as u64;
+        Some(Span::Ulpdu(run))
+    }
 }
 
 /// What a call to [`IftReceiver::push_framing`] completed, if anything.
@@ -528,6 +561,28 @@ impl IftReceiver {
             self.after_payload();
         }
         Ok(())
+    }
+
+    /// The layout of the next stream octets while the receiver is inside a
+    /// payload: runs of payload octets and the markers between them,
+    /// covering at most `max_payload` payload octets. Empty unless
+    /// [`IftReceiver::next`] says payload octets or a marker inside the
+    /// payload come next.
+    ///
+    /// A runtime uses it to build one vectored read that puts payload
+    /// straight into its destination and markers into a scratch array,
+    /// then replays the same layout through [`IftReceiver::push_payload`]
+    /// and [`IftReceiver::push_framing`].
+    pub fn payload_layout(&self, max_payload: usize) -> PayloadLayout {
+        let remaining = match (self.failed, self.field, self.marker) {
+            (None, Field::Payload { remaining }, None) => remaining,
+            _ => 0,
+        };
+        PayloadLayout {
+            offset: self.offset,
+            left: remaining.min(max_payload),
+            markers: self.params.markers,
+        }
     }
 
     /// Feeds received octets, calling `sink` with each frame's DDP header

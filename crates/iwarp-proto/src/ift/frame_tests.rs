@@ -8,7 +8,7 @@
 
 use super::*;
 use crate::framing::{CollectUlpdus, FeedError, UlpduSink, WireBatch};
-use crate::mpa::LlpErrorCode;
+use crate::mpa::{LlpErrorCode, Span};
 use proptest::prelude::*;
 
 fn hex(s: &str) -> Vec<u8> {
@@ -546,6 +546,63 @@ fn step_api_places_payload_where_the_caller_wants() {
     assert_eq!(ends, 3);
     assert_eq!(dest, [frames[0].1.clone(), frames[2].1.clone()].concat());
     assert!(rx.at_frame_boundary());
+}
+
+/// Replays a stream through `payload_layout` the way a runtime's vectored
+/// reads do, in reads of at most `read_max` payload octets.
+fn receive_with_layout(rx: &mut IftReceiver, wire: &[u8], read_max: usize) -> Vec<u8> {
+    let mut placed = Vec::new();
+    let mut at = 0;
+    while at < wire.len() || rx.next() == Next::Framing && !rx.at_frame_boundary() {
+        let layout: Vec<Span> = rx.payload_layout(read_max).collect();
+        if layout.is_empty() {
+            let end = (at + 1).min(wire.len());
+            let (n, _) = rx.push_framing(&wire[at..end]).unwrap();
+            at += n;
+            continue;
+        }
+        for span in layout {
+            match span {
+                Span::Ulpdu(n) => {
+                    rx.push_payload(&wire[at..at + n]).unwrap();
+                    placed.extend_from_slice(&wire[at..at + n]);
+                    at += n;
+                }
+                Span::Marker => {
+                    let (n, ev) = rx.push_framing(&wire[at..at + 4]).unwrap();
+                    assert_eq!((n, ev), (4, None));
+                    at += 4;
+                }
+            }
+        }
+    }
+    placed
+}
+
+#[test]
+fn layout_spans_cover_the_payload_around_markers() {
+    let params = tx_params(true, true, Some(64), 0x99);
+    for offset in [0u64, 30, 60, 62, 63] {
+        let frames = [
+            (vec![1; 18], vec![0x42u8; 3000]),
+            (vec![2; 14], vec![0x17u8; 20]),
+            (vec![3; 14], vec![]),
+            (vec![4; 18], vec![0x99u8; 1200]),
+        ];
+        let mut tx = IftTransmitter::at_offset(params, offset);
+        let wire = transmit(&mut tx, &frames);
+        for read_max in [1usize, 7, 64, 100_000] {
+            let mut rx = IftReceiver::at_offset(params.checked_by_peer(), offset);
+            let placed = receive_with_layout(&mut rx, &wire, read_max);
+            let payloads: Vec<u8> = frames.iter().flat_map(|f| f.1.clone()).collect();
+            assert_eq!(placed, payloads, "offset {offset} read_max {read_max}");
+            assert!(rx.at_frame_boundary());
+            assert_eq!(rx.frames_received(), 4);
+        }
+    }
+    // Nothing to lay out between frames.
+    let rx = IftReceiver::new(BOTH.checked_by_peer());
+    assert_eq!(rx.payload_layout(100).count(), 0);
 }
 
 /// A sink that refuses the second ULPDU: the feed stops with its error.

@@ -67,7 +67,7 @@ mod negotiation_tests;
 
 pub use error::{IftRxError, IftTxError};
 pub use frame::MAX_HEADER_SIZE;
-pub use frame_rx::{FrameEvent, IftReceiver, Next};
+pub use frame_rx::{FrameEvent, IftReceiver, Next, PayloadLayout};
 pub use frame_tx::IftTransmitter;
 pub use indication::{Indication, IndicationError, Phase};
 pub use marker::MarkerInterval;
