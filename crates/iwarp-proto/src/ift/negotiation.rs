@@ -337,7 +337,8 @@ pub struct Negotiation {
     received: [u8; INDICATION_LEN],
     got: usize,
     peer: Option<Indication>,
-    deadline: Instant,
+    /// None when the timeout is too long to represent: no deadline.
+    deadline: Option<Instant>,
     status: Status,
 }
 
@@ -356,7 +357,7 @@ impl Negotiation {
             received: [0; INDICATION_LEN],
             got: 0,
             peer: None,
-            deadline: now + config.timeout,
+            deadline: now.checked_add(config.timeout),
             status: Status::Negotiating,
         }
     }
@@ -407,7 +408,7 @@ impl Negotiation {
     /// When [`Negotiation::handle_timeout`] should be called, while waiting.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.status {
-            Status::Negotiating => Some(self.deadline),
+            Status::Negotiating => self.deadline,
             _ => None,
         }
     }
@@ -415,7 +416,7 @@ impl Negotiation {
     /// Reports the time; fails the negotiation if the peer's indication is
     /// overdue.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), NegotiationError> {
-        if self.status == Status::Negotiating && now >= self.deadline {
+        if self.status == Status::Negotiating && self.deadline.is_some_and(|d| now >= d) {
             self.status = Status::Failed(NegotiationError::Timeout);
         }
         self.result()

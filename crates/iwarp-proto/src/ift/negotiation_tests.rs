@@ -428,6 +428,14 @@ fn timeout_fails_only_after_the_deadline() {
     // Sticky: a late indication changes nothing.
     let late = IftConfig::new(2).indication(Phase::One).emit();
     assert_eq!(n.handle_input(&late), Err(NegotiationError::Timeout));
+    // A timeout too long to represent never expires.
+    let forever = IftConfig {
+        timeout: Duration::MAX,
+        ..IftConfig::new(1)
+    };
+    let mut n = Negotiation::new(Role::Responder, forever, now);
+    assert_eq!(n.poll_timeout(), None);
+    assert_eq!(n.handle_timeout(now + Duration::from_secs(1 << 40)), Ok(()));
     // Once done, time no longer matters.
     let (mut na, _) = run_pair(IftConfig::new(1), IftConfig::new(2));
     assert_eq!(na.poll_timeout(), None);
