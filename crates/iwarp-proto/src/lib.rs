@@ -15,6 +15,7 @@
 
 pub mod ddp;
 pub mod framing;
+pub mod ift;
 pub mod memory;
 pub mod mpa;
 pub mod rdmap;
