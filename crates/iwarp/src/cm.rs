@@ -212,6 +212,7 @@ fn start(
         rtr: established.rtr_to_send(),
         send_cq: qp.send_cq,
         recv_cq: qp.recv_cq,
+        initial_recvs: qp.initial_recvs,
         idle_timeout: config.idle_timeout,
     })?;
     Ok(QueuePair::new(shared))

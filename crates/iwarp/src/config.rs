@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use iwarp_proto::mpa::startup::{CrcPolicy, Revision, RtrTypes, StartupConfig};
 
+use iwarp_proto::rdmap::Sge;
+
 use crate::cq::CompletionQueue;
 use crate::memory::ProtectionDomain;
 
@@ -104,7 +106,8 @@ impl Config {
     }
 }
 
-/// The protection domain and completion queues of a new queue pair.
+/// The protection domain, completion queues and first receives of a new
+/// queue pair.
 #[derive(Debug, Clone)]
 pub struct QpOptions {
     /// The domain whose regions the queue pair may use.
@@ -113,6 +116,15 @@ pub struct QpOptions {
     pub send_cq: CompletionQueue,
     /// Where receives complete.
     pub recv_cq: CompletionQueue,
+    /// Receives posted before the connection moves any data.
+    ///
+    /// iWARP has no receiver-not-ready: a Send that finds no posted
+    /// receive ends the connection. The peer may Send as soon as the
+    /// connection is up, which can be before `connect` or `accept` has
+    /// returned the queue pair, so a queue pair that expects a Send at
+    /// once must have its receives posted here (as a verbs application
+    /// posts them before `rdma_connect` or `rdma_accept`).
+    pub initial_recvs: Vec<(u64, Sge)>,
 }
 
 impl QpOptions {
@@ -123,6 +135,13 @@ impl QpOptions {
             pd,
             send_cq: cq.clone(),
             recv_cq: cq,
+            initial_recvs: Vec::new(),
         }
+    }
+
+    /// Adds a receive to post before the connection moves any data.
+    pub fn post_recv(mut self, wr_id: u64, sge: Sge) -> Self {
+        self.initial_recvs.push((wr_id, sge));
+        self
     }
 }

@@ -207,6 +207,13 @@ impl QueuePair {
         Ok(())
     }
 
+    /// A one-line description of the connection's internal state, for
+    /// diagnosing a stalled connection.
+    #[doc(hidden)]
+    pub fn debug_state(&self) -> String {
+        self.shared().lock().debug_state()
+    }
+
     /// Waits until the connection has ended, for whatever reason.
     pub async fn closed(&self) {
         self.shared().closed().await;

@@ -115,6 +115,8 @@ pub(crate) struct Startup<'a> {
     pub(crate) rtr: Option<iwarp_proto::mpa::startup::RtrType>,
     pub(crate) send_cq: CompletionQueue,
     pub(crate) recv_cq: CompletionQueue,
+    /// Receives to post before anything is received.
+    pub(crate) initial_recvs: Vec<(u64, Sge)>,
     /// Nothing received for this long: the connection is lost.
     pub(crate) idle_timeout: Option<std::time::Duration>,
 }
@@ -130,6 +132,10 @@ impl Shared {
             framer.hold_until_first_fpdu();
         }
         let mut qp = rdmap::QueuePair::new(s.engine, crate::memory::table().clone());
+        for (wr_id, sge) in s.initial_recvs {
+            qp.post_recv(wr_id, sge)
+                .map_err(|e| std::io::Error::other(format!("initial receive {wr_id}: {e}")))?;
+        }
         let mut next_internal = INTERNAL_WR;
         if let Some(rtr) = s.rtr {
             use iwarp_proto::mpa::startup::RtrType;
@@ -190,7 +196,7 @@ impl Shared {
     pub(crate) fn with_engine<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.lock();
         let r = f(&mut inner);
-        self.after_engine(&mut inner);
+        self.after_engine_handoff(&mut inner);
         r
     }
 
@@ -204,12 +210,24 @@ impl Shared {
         (id, rx)
     }
 
-    /// Flushes, delivers completions, reacts to events.
-    fn after_engine(&self, inner: &mut Inner) {
+    /// [`Shared::after_engine`] from anywhere but the writer task: if the
+    /// socket is full, the writer takes over.
+    fn after_engine_handoff(&self, inner: &mut Inner) {
+        if self.after_engine(inner) {
+            self.tx_wake.notify_one();
+        }
+    }
+
+    /// Flushes, delivers completions, reacts to events. Returns true when
+    /// the socket is full with octets still to write. Only the writer task
+    /// may ignore that: anyone else must hand over to it (waking it from
+    /// its own flush would make it spin).
+    fn after_engine(&self, inner: &mut Inner) -> bool {
+        let mut blocked = false;
         if !inner.write_closed {
             match inner.tx.flush(&mut inner.qp, &self.stream) {
                 Flush::Idle => {}
-                Flush::Blocked => self.tx_wake.notify_one(),
+                Flush::Blocked => blocked = true,
                 Flush::Failed(e) => {
                     inner.note(ConnectionError::Lost(e.to_string()));
                     inner.qp.handle_llp_error(LlpErrorCode::ConnectionLost);
@@ -227,6 +245,7 @@ impl Shared {
                 self.tx_wake.notify_one();
             }
         }
+        blocked
     }
 
     fn close_socket(&self, inner: &mut Inner) {
@@ -328,6 +347,22 @@ impl Inner {
         }
     }
 
+    pub(crate) fn debug_state(&self) -> String {
+        format!(
+            "qp {:?}; tx pending {} ; rx next {:?} offset {} ; reader_done {} writer_done {} write_closed {} fin {} close {} err {:?}",
+            self.qp.state(),
+            self.tx.is_pending(),
+            self.rx.deframer.next(),
+            self.rx.deframer.offset(),
+            self.reader_done,
+            self.writer_done,
+            self.write_closed,
+            self.fin_after_flush,
+            self.close_after_flush,
+            self.error
+        )
+    }
+
     /// Octets written and read, and payload octets placed directly.
     pub(crate) fn octets(&self) -> (u64, u64, u64) {
         (self.tx.octets, self.rx.octets, self.rx.direct_octets)
@@ -341,7 +376,7 @@ async fn reader(shared: Arc<Shared>) {
             let mut guard = shared.lock();
             let inner = &mut *guard;
             let r = read_turn(inner, &shared.stream);
-            shared.after_engine(inner);
+            shared.after_engine_handoff(inner);
             r
         };
         match step {
@@ -386,7 +421,7 @@ async fn reader(shared: Arc<Shared>) {
     if let Some(code) = end.llp_code() {
         inner.qp.handle_llp_error(code);
     }
-    shared.after_engine(inner);
+    shared.after_engine_handoff(inner);
     shared.task_done(inner, true);
 }
 
@@ -416,6 +451,8 @@ async fn writer(shared: Arc<Shared>) {
         let (pending, finished) = {
             let mut guard = shared.lock();
             let inner = &mut *guard;
+            // The writer's own flush: a full socket is what it waits for
+            // below, so no hand-over.
             shared.after_engine(inner);
             let finished = inner.write_closed || (inner.reader_done && !inner.tx.is_pending());
             (inner.tx.is_pending(), finished)
