@@ -51,4 +51,4 @@ pub use iwarp_proto::mpa::startup::{
     CrcPolicy, IrdOrd, Revision, Role, RtrType, RtrTypes, StartupConfig,
 };
 pub use iwarp_proto::mpa::FramingParams;
-pub use iwarp_proto::rdmap::{QpState, SendFlags, Sge};
+pub use iwarp_proto::rdmap::{OneSidedCounters, QpState, SendFlags, Sge};

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use iwarp_proto::rdmap::{Completion, CompletionStatus, PostError, QpState, SendFlags, Sge};
+use iwarp_proto::rdmap::{
+    Completion, CompletionStatus, OneSidedCounters, PostError, QpState, SendFlags, Sge,
+};
 
 use crate::connection::{ConnectionError, Inner, Shared};
 use crate::cq::CompletionQueue;
@@ -53,6 +55,9 @@ pub struct QpStats {
     pub octets_received: u64,
     /// Payload octets read from the socket straight into their region.
     pub octets_placed_directly: u64,
+    /// The peer's RDMA Writes into, and Reads from, this end's memory:
+    /// one-sided operations leave no completion here, only these counts.
+    pub one_sided: OneSidedCounters,
 }
 
 impl QueuePair {
@@ -103,11 +108,13 @@ impl QueuePair {
 
     /// Octet counts so far.
     pub fn stats(&self) -> QpStats {
-        let (sent, received, direct) = self.shared().lock().octets();
+        let inner = self.shared().lock();
+        let (sent, received, direct) = inner.octets();
         QpStats {
             octets_sent: sent,
             octets_received: received,
             octets_placed_directly: direct,
+            one_sided: inner.qp.one_sided_counters(),
         }
     }
 

@@ -23,11 +23,11 @@ use super::spec::{
 #[derive(Args, Clone, Debug, PartialEq)]
 #[command(after_help = "\
 Examples:
-  iwarp perf                                  loopback write bandwidth test on 127.0.0.1
+  iwarp perf                                  loopback iWARP write bandwidth test on 127.0.0.1
   iwarp perf read lat -a                      loopback read latency, sizes 2 B .. 8 MiB
   iwarp perf --server                         serve tests on port 18515
   iwarp perf send bw -q 4 --connect host      4 connections to a server
-  iwarp perf --transport iwarp --baseline tcp iWARP and TCP side by side")]
+  iwarp perf --baseline tcp                   iWARP and plain TCP side by side")]
 pub struct PerfArgs {
     /// Operation under test.
     #[arg(value_enum)]
@@ -106,7 +106,7 @@ pub struct PerfArgs {
     pub data_port: u16,
 
     /// Transport under test (client side; a server serves whichever transport a client asks for).
-    #[arg(long, value_enum, default_value_t = Transport::Tcp)]
+    #[arg(long, value_enum, default_value_t = Transport::Iwarp)]
     pub transport: Transport,
 
     /// Also run this transport with the same spec and print both side by side with the ratio.
@@ -311,7 +311,7 @@ mod tests {
     fn defaults_are_perftests() {
         let cfg = parse(&[]).unwrap().resolve().unwrap();
         assert_eq!(cfg.mode, Mode::Loopback);
-        assert_eq!(cfg.transport, Transport::Tcp);
+        assert_eq!(cfg.transport, Transport::Iwarp);
         assert_eq!(cfg.baseline, None);
         let s = cfg.spec.unwrap();
         assert_eq!((s.test, s.measure), (TestKind::Write, Measure::Bw));

@@ -85,6 +85,14 @@ pub enum PerfError {
         /// The OS error.
         source: io::Error,
     },
+    /// An iWARP operation failed (connection setup, registration, a work request).
+    #[error("{what}: {source}")]
+    Iwarp {
+        /// What we were doing.
+        what: String,
+        /// The runtime's error.
+        source: iwarp::Error,
+    },
     /// A task of ours failed unexpectedly (a bug, reported instead of a panic).
     #[error("internal error: {0}")]
     Internal(String),
@@ -109,6 +117,14 @@ impl PerfError {
             | io::ErrorKind::ConnectionAborted
             | io::ErrorKind::BrokenPipe => PerfError::PeerGone { peer, what },
             _ => PerfError::Io { what, source },
+        }
+    }
+
+    /// Wraps an error of the iWARP runtime.
+    pub fn iwarp(what: impl Into<String>, source: iwarp::Error) -> Self {
+        PerfError::Iwarp {
+            what: what.into(),
+            source,
         }
     }
 

@@ -22,6 +22,7 @@ pub mod args;
 pub mod backend;
 pub mod control;
 pub mod error;
+pub mod iwarp;
 pub mod measure;
 pub mod progress;
 pub mod report;

@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use super::backend::{Backend, DataListener, ServerConn, Stop};
 use super::control::{self, Control, ControlMsg, PeerTally, Phase, CONTROL_TIMEOUT};
 use super::error::{PerfError, Result};
+use super::iwarp::IwarpBackend;
 use super::measure::{run_phase, Limit, PhasePlan};
 use super::progress::Counters;
 use super::report::RowReport;
@@ -34,7 +35,7 @@ pub fn is_available(transport: Transport) -> bool {
     match transport {
         Transport::Tcp => true,
         // The iWARP backend is not written yet; flip this when it plugs in below.
-        Transport::Iwarp => false,
+        Transport::Iwarp => true,
     }
 }
 
@@ -57,8 +58,7 @@ pub async fn run_client(
 ) -> Result<Vec<RowReport>> {
     match transport {
         Transport::Tcp => client_session(&TcpBackend, addrs, spec, counters, observer).await,
-        // The iWARP backend plugs in here: `Transport::Iwarp => client_session(&IwarpBackend, ..)`.
-        Transport::Iwarp => Err(PerfError::TransportUnavailable(Transport::Iwarp)),
+        Transport::Iwarp => client_session(&IwarpBackend, addrs, spec, counters, observer).await,
     }
 }
 
@@ -284,8 +284,7 @@ pub async fn serve_session(
     }
     let result = match transport {
         Transport::Tcp => serve_with(&TcpBackend, ctl, &spec, data_ip, data_port).await,
-        // The iWARP backend plugs in here: `Transport::Iwarp => serve_with(&IwarpBackend, ..)`.
-        Transport::Iwarp => Err(PerfError::TransportUnavailable(Transport::Iwarp)),
+        Transport::Iwarp => serve_with(&IwarpBackend, ctl, &spec, data_ip, data_port).await,
     };
     match result {
         Ok(()) => Ok(format!(

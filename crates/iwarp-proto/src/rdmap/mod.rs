@@ -23,6 +23,6 @@ pub use rx::PlacementTarget;
 pub use terminate::{TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
 pub use transmit::{InlinePayload, LockedTransmit, Transmit, TxPayload};
 pub use work::{
-    Completion, CompletionOpcode, CompletionStatus, Event, PostError, QpState, QueuePairConfig,
-    SendFlags, Sge,
+    Completion, CompletionOpcode, CompletionStatus, Event, OneSidedCounters, PostError, QpState,
+    QueuePairConfig, SendFlags, Sge,
 };

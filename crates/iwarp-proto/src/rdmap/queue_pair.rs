@@ -28,8 +28,8 @@ use super::rx::Rx;
 use super::terminate::{TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
 use super::transmit::{InlinePayload, Transmit, TxPayload};
 use super::work::{
-    Completion, CompletionOpcode, CompletionStatus, Event, PostError, QpState, QueuePairConfig,
-    SendFlags, Sge,
+    Completion, CompletionOpcode, CompletionStatus, Event, OneSidedCounters, PostError, QpState,
+    QueuePairConfig, SendFlags, Sge,
 };
 
 /// A send-queue work request, kept until it completes so that
@@ -160,6 +160,7 @@ pub struct QueuePair {
     events: VecDeque<Event>,
     terminate_out: Option<TerminateMessage>,
     ready_to_close_sent: bool,
+    pub(super) one_sided: OneSidedCounters,
 }
 
 impl QueuePair {
@@ -186,7 +187,13 @@ impl QueuePair {
             events: VecDeque::with_capacity(16),
             terminate_out: None,
             ready_to_close_sent: false,
+            one_sided: OneSidedCounters::default(),
         }
+    }
+
+    /// The peer's one-sided operations on this end's memory so far.
+    pub fn one_sided_counters(&self) -> OneSidedCounters {
+        self.one_sided
     }
 
     /// The current state.
@@ -775,7 +782,10 @@ impl QueuePair {
                 }
                 TxKind::ReadRequest { .. } => {}
                 TxKind::ReadResponse { .. } => {
-                    self.irq.pop_front();
+                    if let Some(job) = self.irq.pop_front() {
+                        self.one_sided.read_responses_sent += 1;
+                        self.one_sided.read_response_octets_sent += u64::from(job.request.size);
+                    }
                 }
             }
             self.check_drained();

@@ -543,6 +543,12 @@ impl QueuePair {
                     stag: h.stag,
                     next_to: h.to.wrapping_add(len as u64),
                 });
+                if opcode == Opcode::RdmaWrite {
+                    self.one_sided.write_octets_received += u64::from(len);
+                    if h.last {
+                        self.one_sided.writes_received += 1;
+                    }
+                }
                 if opcode == Opcode::ReadResponse {
                     let head = self.orq.front_mut().expect("checked at header");
                     head.received += len;
