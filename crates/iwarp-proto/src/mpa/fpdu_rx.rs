@@ -129,6 +129,7 @@ pub struct FpduReceiver {
     header_offset: u64,
     header: [u8; HEADER_LEN],
     ulpdu_len: usize,
+    previous_ulpdu_len: usize,
     crc_field: [u8; CRC_LEN],
     crc: Crc32c,
     failed: Option<MpaError>,
@@ -154,6 +155,7 @@ impl FpduReceiver {
             header_offset: offset,
             header: [0; HEADER_LEN],
             ulpdu_len: 0,
+            previous_ulpdu_len: 0,
             crc_field: [0; CRC_LEN],
             crc: Crc32c::new(),
             failed: None,
@@ -164,6 +166,18 @@ impl FpduReceiver {
     /// Stream offset of the next octet expected.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The length of the ULPDU being received, or of the last one when the
+    /// receiver sits between FPDUs (0 before the first).
+    pub fn ulpdu_len(&self) -> usize {
+        self.ulpdu_len
+    }
+
+    /// The length of the ULPDU before the one [`FpduReceiver::ulpdu_len`]
+    /// gives. A runtime uses the two to guess the size of the next FPDU.
+    pub fn previous_ulpdu_len(&self) -> usize {
+        self.previous_ulpdu_len
     }
 
     /// FPDUs received and validated so far.
@@ -275,6 +289,7 @@ impl FpduReceiver {
                         self.field = Field::Header { got };
                         continue;
                     }
+                    self.previous_ulpdu_len = self.ulpdu_len;
                     self.ulpdu_len = u16::from_be_bytes(self.header) as usize;
                     self.field = Field::Ulpdu {
                         remaining: self.ulpdu_len,

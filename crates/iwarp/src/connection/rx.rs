@@ -67,9 +67,6 @@ pub(crate) struct RxPath {
     /// Staged octets not yet fed: `staging[start..end]`.
     start: usize,
     end: usize,
-    /// The last ULPDU was large: read only a short probe at the next
-    /// FPDU start, so that its payload can go directly.
-    last_large: bool,
     /// Octets received over the connection's life.
     pub(crate) octets: u64,
     /// Payload octets placed by direct reads.
@@ -87,7 +84,6 @@ impl RxPath {
             staging,
             start: 0,
             end: initial.len(),
-            last_large: false,
             octets: 0,
             direct_octets: 0,
         }
@@ -109,6 +105,16 @@ impl RxPath {
         }
     }
 
+    /// Whether large FPDUs are arriving: the current or the previous one
+    /// carries at least [`DIRECT_MIN`] octets. Two FPDUs of memory cover
+    /// the short tail segment a large message ends with.
+    fn large_recently(&self) -> bool {
+        self.deframer
+            .ulpdu_len()
+            .max(self.deframer.previous_ulpdu_len())
+            >= DIRECT_MIN
+    }
+
     /// One non-blocking read from the socket, direct or staged. Returns
     /// `Ok(false)` when the socket had nothing (would block).
     pub(crate) fn read(&mut self, qp: &mut QueuePair, stream: &TcpStream) -> Result<bool, RxEnd> {
@@ -124,8 +130,11 @@ impl RxPath {
         if remaining >= DIRECT_MIN && qp.placement_target().is_some() {
             return self.read_direct(qp, stream, remaining);
         }
-        let want = if self.last_large && self.deframer.at_fpdu_boundary() {
-            TAIL_LEN
+        // While large FPDUs arrive, read only up to just past the next
+        // FPDU's headers, so that its payload can be read directly; a
+        // stream of small FPDUs is read in large batches instead.
+        let want = if self.large_recently() {
+            (remaining + 8 + TAIL_LEN).min(self.staging.len())
         } else {
             self.staging.len()
         };
@@ -135,11 +144,6 @@ impl RxPath {
                 self.octets += n as u64;
                 self.start = 0;
                 self.end = n;
-                // A large FPDU whose start we are reading now: the next
-                // read of its payload can go direct.
-                if let iwarp_proto::mpa::Next::Ulpdu { remaining, .. } = self.deframer.next() {
-                    self.last_large = remaining >= DIRECT_MIN;
-                }
                 Ok(true)
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
@@ -254,7 +258,6 @@ impl RxPath {
             Ok(n) => {
                 self.octets += n as u64;
                 self.direct_octets += placed as u64;
-                self.last_large = true;
                 Ok(true)
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
