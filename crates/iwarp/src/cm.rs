@@ -22,16 +22,20 @@ use tokio::net::{lookup_host, TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
+use iwarp_proto::ift::{
+    self, IftParams, IftReceiver, IftTransmitter, Negotiation, NegotiationError, Status,
+};
 use iwarp_proto::memory::StreamId;
-use iwarp_proto::mpa::mulpdu::mulpdu;
+use iwarp_proto::mpa::mulpdu::{mulpdu, MAX_ULPDU, MIN_MULPDU};
 use iwarp_proto::mpa::startup::{
     Established, Event, ImmediateStart, Initiator, IrdOrd, PeerRequest, Responder, Revision, Role,
     StartupMachine,
 };
+use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams};
 use iwarp_proto::rdmap::QueuePairConfig;
 
 use crate::config::{Config, Framing, QpOptions};
-use crate::connection::{Shared, Startup};
+use crate::connection::{Deframer, Framer, Shared, Startup};
 use crate::error::Error;
 use crate::info::ConnectionInfo;
 use crate::qp::QueuePair;
@@ -90,13 +94,23 @@ pub async fn connect_stream(
 ) -> Result<QueuePair, Error> {
     let emss = socket::prepare(&stream, config.nodelay)?;
     let (established, leftover) = match config.framing {
-        Framing::ImmediateStart => {
-            if !private_data.is_empty() {
-                return Err(Error::Config(
-                    "the immediate-start profile carries no private data".into(),
-                ));
-            }
-            (immediate(Role::Initiator), Vec::new())
+        Framing::ImmediateStart | Framing::Ift if !private_data.is_empty() => {
+            return Err(Error::Config(
+                "only MPA startup frames carry private data".into(),
+            ));
+        }
+        Framing::ImmediateStart => (immediate(Role::Initiator), Vec::new()),
+        Framing::Ift => {
+            let (params, leftover) =
+                negotiate_ift(&mut stream, ift::Role::Initiator, config).await?;
+            return start(
+                stream,
+                Settled::Ift(params, Role::Initiator),
+                &leftover,
+                config,
+                qp,
+                emss,
+            );
         }
         Framing::Mpa => {
             let mut m = Initiator::new(config.startup.clone(), private_data, Instant::now())?;
@@ -114,7 +128,85 @@ pub async fn connect_stream(
             }
         }
     };
-    start(stream, established, &leftover, config, qp, emss)
+    start(
+        stream,
+        Settled::Mpa(established),
+        &leftover,
+        config,
+        qp,
+        emss,
+    )
+}
+
+/// What a startup settled, by framing.
+#[derive(Debug)]
+enum Settled {
+    Mpa(Established),
+    /// IFT's parameters and this end's role (node A initiates).
+    Ift(IftParams, Role),
+}
+
+/// A VTag for a new IFT connection. draft-williams-iwarp-ift-01 §4.2: it
+/// SHOULD be random; std's hasher keys come from the operating system's
+/// random source, which is plenty for a 16-bit tag.
+fn random_vtag() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(u64::from(std::process::id()));
+    h.finish() as u16
+}
+
+/// Exchanges IFT Adaption Indications. Returns the settled parameters and
+/// the octets read past the peer's indication (the first frames).
+async fn negotiate_ift(
+    stream: &mut TcpStream,
+    role: ift::Role,
+    config: &Config,
+) -> Result<(IftParams, Vec<u8>), Error> {
+    let mut ift_config = config.ift;
+    ift_config.vtag = random_vtag();
+    let mut n = Negotiation::new(role, ift_config, Instant::now());
+    let mut buf = vec![0u8; STARTUP_READ];
+    let mut pending = Vec::new();
+    let failed = |e: NegotiationError| Error::Ift(e);
+    loop {
+        while let Some(out) = n.poll_transmit() {
+            stream.write_all(&out).await?;
+        }
+        match n.status() {
+            Status::Done(params) => return Ok((params, pending)),
+            Status::Failed(e) => return Err(failed(e)),
+            Status::Negotiating => {}
+        }
+        let read = match n.poll_timeout() {
+            Some(deadline) => {
+                let deadline = tokio::time::Instant::from_std(deadline);
+                tokio::time::timeout_at(deadline, stream.read(&mut buf)).await
+            }
+            None => Ok(stream.read(&mut buf).await),
+        };
+        match read {
+            Err(_elapsed) => n.handle_timeout(Instant::now()).map_err(failed)?,
+            Ok(Ok(0)) => n.handle_eof().map_err(failed)?,
+            Ok(Ok(got)) => {
+                let used = n.handle_input(&buf[..got]).map_err(failed)?;
+                pending.extend_from_slice(&buf[used..got]);
+            }
+            Ok(Err(e)) => return Err(Error::Io(e)),
+        }
+    }
+}
+
+/// The MULPDU under IFT: a frame (6-octet IFT header, DDP header and
+/// payload, the CRCs in use, worst-case markers) fits the EMSS. IFT has no
+/// padding.
+fn ift_mulpdu(emss: usize, tx: &ift::TxParams) -> usize {
+    let crcs = 4 * (usize::from(tx.header_crc) + usize::from(tx.payload_crc));
+    let markers = tx
+        .markers
+        .map_or(0, |i| 4 * emss.div_ceil(usize::from(i.get()).max(1)));
+    emss.saturating_sub(6 + crcs + markers)
+        .clamp(MIN_MULPDU, MAX_ULPDU)
 }
 
 /// The outcome of the immediate-start profile, which has no exchange.
@@ -175,41 +267,86 @@ async fn drive<M: StartupMachine>(
 /// Starts full operation on an established connection.
 fn start(
     stream: TcpStream,
-    established: Established,
+    settled: Settled,
     leftover: &[u8],
     config: &Config,
     qp: QpOptions,
     emss: usize,
 ) -> Result<QueuePair, Error> {
-    let framing = established.framing;
-    let send_mulpdu = mulpdu(emss, framing.send_markers);
+    let (info, framer, deframer) = match settled {
+        Settled::Mpa(established) => {
+            let framing = established.framing;
+            let mut tx = FpduTransmitter::new(framing);
+            // RFC 5044 §7.1.2 rule 4.
+            if established.must_receive_before_sending() {
+                tx.hold_until_first_fpdu();
+            }
+            let info = ConnectionInfo {
+                role: established.role,
+                revision: established.revision,
+                framing,
+                ird_ord: established.ird_ord,
+                rtr: established.rtr,
+                peer_private_data: established.private_data,
+                emss,
+                mulpdu: mulpdu(emss, framing.send_markers),
+                ift: None,
+            };
+            (
+                info,
+                Framer::Mpa(tx),
+                Deframer::Mpa(FpduReceiver::new(framing)),
+            )
+        }
+        Settled::Ift(params, role) => {
+            let checked = |c: ift::RxCrc| c == ift::RxCrc::Checked;
+            let info = ConnectionInfo {
+                role,
+                revision: None,
+                framing: FramingParams {
+                    crc: params.tx.header_crc
+                        && params.tx.payload_crc
+                        && checked(params.rx.header_crc)
+                        && checked(params.rx.payload_crc),
+                    send_markers: params.tx.markers.is_some(),
+                    receive_markers: params.rx.markers.is_some(),
+                },
+                ird_ord: None,
+                rtr: None,
+                peer_private_data: Vec::new(),
+                emss,
+                mulpdu: ift_mulpdu(emss, &params.tx),
+                ift: Some(params),
+            };
+            (
+                info,
+                Framer::Ift(IftTransmitter::new(params.tx)),
+                Deframer::Ift(IftReceiver::new(params.rx)),
+            )
+        }
+    };
     let mut engine = QueuePairConfig::new(qp.pd.id, next_stream_id());
     engine.send_queue_depth = config.send_queue_depth;
     engine.recv_queue_depth = config.recv_queue_depth;
-    engine.mulpdu = send_mulpdu;
-    let IrdOrd { ird, ord } = established.ird_ord.unwrap_or(IrdOrd {
+    engine.mulpdu = info.mulpdu;
+    let IrdOrd { ird, ord } = info.ird_ord.unwrap_or(IrdOrd {
         ird: config.startup.ird,
         ord: config.startup.ord,
     });
     engine.ird = usize::from(ird);
     engine.ord = usize::from(ord);
-    let info = ConnectionInfo {
-        role: established.role,
-        revision: established.revision,
-        framing,
-        ird_ord: established.ird_ord,
-        rtr: established.rtr,
-        peer_private_data: established.private_data.clone(),
-        emss,
-        mulpdu: send_mulpdu,
+    let rtr = match info.role {
+        Role::Initiator => info.rtr,
+        Role::Responder => None,
     };
     let shared = Shared::start(Startup {
         stream,
         engine,
         info,
         leftover,
-        hold_until_first_fpdu: established.must_receive_before_sending(),
-        rtr: established.rtr_to_send(),
+        framer,
+        deframer,
+        rtr,
         send_cq: qp.send_cq,
         recv_cq: qp.recv_cq,
         initial_recvs: qp.initial_recvs,
@@ -311,6 +448,17 @@ pub async fn accept_stream(
             }
             (Machine::Immediate, None, Vec::new())
         }
+        Framing::Ift => {
+            if !last_streaming_message.is_empty() {
+                stream.write_all(last_streaming_message).await?;
+            }
+            // IFT has no application decision in its exchange: the
+            // indications are traded here, the application then accepts
+            // (starts the data path) or rejects (closes).
+            let (params, leftover) =
+                negotiate_ift(&mut stream, ift::Role::Responder, config).await?;
+            (Machine::Ift(params), None, leftover)
+        }
         Framing::Mpa => {
             let mut m = Responder::with_last_streaming_message(
                 config.startup.clone(),
@@ -339,6 +487,7 @@ pub async fn accept_stream(
 enum Machine {
     Mpa(Box<Responder>),
     Immediate,
+    Ift(IftParams),
 }
 
 /// A connection request waiting for the application's decision.
@@ -388,8 +537,9 @@ impl ConnectRequest {
         private_data: &[u8],
         ird_ord: Option<IrdOrd>,
     ) -> Result<QueuePair, Error> {
-        let established = match &mut self.machine {
-            Machine::Immediate => immediate(Role::Responder),
+        let settled = match &mut self.machine {
+            Machine::Immediate => Settled::Mpa(immediate(Role::Responder)),
+            Machine::Ift(params) => Settled::Ift(*params, Role::Responder),
             Machine::Mpa(m) => {
                 // The application may have taken longer than allowed.
                 m.handle_timeout(Instant::now())?;
@@ -397,14 +547,16 @@ impl ConnectRequest {
                 while let Some(out) = m.poll_transmit() {
                     self.stream.write_all(&out).await?;
                 }
-                m.established()
-                    .cloned()
-                    .ok_or_else(|| Error::Io(io::Error::other("startup not established")))?
+                Settled::Mpa(
+                    m.established()
+                        .cloned()
+                        .ok_or_else(|| Error::Io(io::Error::other("startup not established")))?,
+                )
             }
         };
         start(
             self.stream,
-            established,
+            settled,
             &self.leftover,
             &self.config,
             qp,
@@ -416,7 +568,7 @@ impl ConnectRequest {
     /// an MPA Reply with the Rejected bit is sent and MPA ends. The TCP
     /// connection is left open and handed back (RFC 5044 §7.1.2 rule 2):
     /// drop it to close it. With the immediate-start profile there is no
-    /// frame to send; the stream is handed back as it is.
+    /// frame to send, nor with IFT; the stream is handed back as it is.
     pub async fn reject(mut self, private_data: &[u8]) -> Result<TcpStream, Error> {
         if let Machine::Mpa(m) = &mut self.machine {
             m.reject(private_data)?;

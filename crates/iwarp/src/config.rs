@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use iwarp_proto::ift::IftConfig;
 use iwarp_proto::mpa::startup::{CrcPolicy, Revision, RtrTypes, StartupConfig};
 
 use iwarp_proto::rdmap::Sge;
@@ -21,6 +22,12 @@ pub enum Framing {
     /// first octet. Both ends must be configured for it; there is no
     /// private data.
     ImmediateStart,
+    /// IFT, the alternative framing of draft-williams-iwarp-ift-01: the two
+    /// ends exchange 64-octet Adaption Indications ([`Config::ift`]), then
+    /// frames with a separate header CRC, checked before any payload is
+    /// placed. No deployed peer speaks it; both ends must be configured
+    /// for it; there is no private data.
+    Ift,
 }
 
 /// How connections are set up and run. The default connects, without
@@ -35,6 +42,10 @@ pub struct Config {
     /// IRD/ORD, peer-to-peer RTR mode, private data limit and startup
     /// timeouts.
     pub startup: StartupConfig,
+    /// The IFT negotiation, for [`Framing::Ift`]: CRCs sent and checked,
+    /// markers, timeout. Its VTag is replaced by a random one for each
+    /// connection.
+    pub ift: IftConfig,
     /// How long a TCP connection attempt may take.
     pub connect_timeout: Duration,
     /// If set, a connection on which nothing arrives for this long is
@@ -54,6 +65,7 @@ impl Default for Config {
         Self {
             framing: Framing::Mpa,
             startup: StartupConfig::default(),
+            ift: IftConfig::new(0),
             connect_timeout: Duration::from_secs(10),
             idle_timeout: None,
             nodelay: true,
@@ -75,6 +87,14 @@ impl Config {
     pub fn immediate_start() -> Self {
         Self {
             framing: Framing::ImmediateStart,
+            ..Self::default()
+        }
+    }
+
+    /// IFT framing with its default negotiation (both CRCs, no markers).
+    pub fn ift() -> Self {
+        Self {
+            framing: Framing::Ift,
             ..Self::default()
         }
     }

@@ -1,5 +1,6 @@
 //! What was settled when a connection was set up.
 
+use iwarp_proto::ift::IftParams;
 use iwarp_proto::mpa::startup::{IrdOrd, Revision, Role, RtrType};
 use iwarp_proto::mpa::FramingParams;
 
@@ -9,10 +10,14 @@ pub struct ConnectionInfo {
     /// This end's MPA role: the initiator sent the MPA Request.
     pub role: Role,
     /// The MPA revision both ends settled on; `None` for the
-    /// immediate-start profile, which exchanges no startup frames.
+    /// immediate-start profile, which exchanges no startup frames, and
+    /// for IFT.
     pub revision: Option<Revision>,
-    /// CRC and markers, from this end's point of view.
+    /// CRC and markers, from this end's point of view. Under IFT: CRC when
+    /// both of IFT's CRCs are checked both ways, markers as negotiated.
     pub framing: FramingParams,
+    /// What the IFT negotiation settled, under IFT.
+    pub ift: Option<IftParams>,
     /// IRD and ORD when revision 2 enhanced data was exchanged.
     pub ird_ord: Option<IrdOrd>,
     /// The ready-to-receive message of peer-to-peer mode, if used.

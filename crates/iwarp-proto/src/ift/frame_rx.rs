@@ -139,6 +139,7 @@ pub struct IftReceiver {
     ddp_header: [u8; MAX_HEADER_SIZE],
     header_len: usize,
     payload_len: usize,
+    previous_payload_len: usize,
     crc_field: [u8; CRC_LEN],
     crc: Crc32c,
     failed: Option<IftRxError>,
@@ -164,11 +165,24 @@ impl IftReceiver {
             ddp_header: [0; MAX_HEADER_SIZE],
             header_len: 0,
             payload_len: 0,
+            previous_payload_len: 0,
             crc_field: [0; CRC_LEN],
             crc: Crc32c::new(),
             failed: None,
             frames: 0,
         }
+    }
+
+    /// The payload length of the frame being received, or of the last one
+    /// between frames (0 before the first).
+    pub fn payload_len(&self) -> usize {
+        self.payload_len
+    }
+
+    /// The payload length of the frame before that: with
+    /// [`IftReceiver::payload_len`], a runtime's guess at the next size.
+    pub fn previous_payload_len(&self) -> usize {
+        self.previous_payload_len
     }
 
     /// The parameters in force.
@@ -340,6 +354,7 @@ impl IftReceiver {
         self.ift_header.copy_from_slice(ift);
         self.ddp_header[..header_len].copy_from_slice(&bytes[IFT_HEADER_LEN..covered]);
         self.header_len = header_len;
+        self.previous_payload_len = self.payload_len;
         self.payload_len = usize::from(h.payload_size);
         if self.params.header_crc == RxCrc::Checked {
             let f = &bytes[covered..covered + CRC_LEN];
@@ -388,6 +403,7 @@ impl IftReceiver {
         }
         let h = IftHeader::parse(self.ift_header);
         self.header_len = usize::from(h.header_size);
+        self.previous_payload_len = self.payload_len;
         self.payload_len = usize::from(h.payload_size);
         self.field = Field::DdpHeader { got: 0 };
         if self.header_len == 0 {

@@ -10,6 +10,7 @@
 //! and a Read Response goes out as soon as the reader has taken the
 //! request. The writer task only steps in when the socket is full.
 
+mod framer;
 mod rx;
 mod tx;
 
@@ -21,7 +22,7 @@ use socket2::SockRef;
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 
-use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, LlpErrorCode, MpaError};
+use iwarp_proto::mpa::LlpErrorCode;
 use iwarp_proto::rdmap::{
     self, Completion, CompletionOpcode, Event, ProtocolError, QpState, Sge, TerminateMessage,
 };
@@ -29,6 +30,8 @@ use iwarp_proto::rdmap::{
 use crate::cq::CompletionQueue;
 use crate::info::ConnectionInfo;
 
+pub use framer::FramingError;
+pub(crate) use framer::{Deframer, Framer};
 pub(crate) use rx::RxEnd;
 use rx::RxPath;
 use tx::{Flush, TxPath};
@@ -49,9 +52,9 @@ pub enum ConnectionError {
     /// This end found an error and terminated the stream.
     #[error("terminated the stream: {0}")]
     TerminateSent(ProtocolError),
-    /// The MPA layer found the received stream invalid.
-    #[error("MPA: {0}")]
-    Framing(MpaError),
+    /// The framing layer (MPA or IFT) found the received stream invalid.
+    #[error("{0}")]
+    Framing(FramingError),
     /// The TCP connection failed or ended in the middle of an FPDU.
     #[error("connection lost: {0}")]
     Lost(String),
@@ -109,8 +112,10 @@ pub(crate) struct Startup<'a> {
     pub(crate) info: ConnectionInfo,
     /// Octets read past the startup frames: the first FPDUs.
     pub(crate) leftover: &'a [u8],
-    /// RFC 5044 §7.1.2 rule 4.
-    pub(crate) hold_until_first_fpdu: bool,
+    /// The framing layer, set up as the startup settled it (MPA's
+    /// transmitter already holding its first FPDU if rule 4 applies).
+    pub(crate) framer: Framer,
+    pub(crate) deframer: Deframer,
     /// The zero-length RTR message to send first (RFC 6581).
     pub(crate) rtr: Option<iwarp_proto::mpa::startup::RtrType>,
     pub(crate) send_cq: CompletionQueue,
@@ -126,11 +131,6 @@ impl Shared {
     pub(crate) fn start(s: Startup<'_>) -> std::io::Result<Arc<Self>> {
         let peer = s.stream.peer_addr()?;
         let local = s.stream.local_addr()?;
-        let framing = s.info.framing;
-        let mut framer = FpduTransmitter::new(framing);
-        if s.hold_until_first_fpdu {
-            framer.hold_until_first_fpdu();
-        }
         let mut qp = rdmap::QueuePair::new(s.engine, crate::memory::table().clone());
         for (wr_id, sge) in s.initial_recvs {
             qp.post_recv(wr_id, sge)
@@ -160,8 +160,8 @@ impl Shared {
         let shared = Arc::new(Self {
             inner: Mutex::new(Inner {
                 qp,
-                tx: TxPath::new(framer),
-                rx: RxPath::new(FpduReceiver::new(framing), s.leftover),
+                tx: TxPath::new(s.framer),
+                rx: RxPath::new(s.deframer, s.leftover),
                 waiters: HashMap::new(),
                 next_internal,
                 error: None,
@@ -349,10 +349,10 @@ impl Inner {
 
     pub(crate) fn debug_state(&self) -> String {
         format!(
-            "qp {:?}; tx pending {} ; rx next {:?} offset {} ; reader_done {} writer_done {} write_closed {} fin {} close {} err {:?}",
+            "qp {:?}; tx pending {} ; rx at boundary {} offset {} ; reader_done {} writer_done {} write_closed {} fin {} close {} err {:?}",
             self.qp.state(),
             self.tx.is_pending(),
-            self.rx.deframer.next(),
+            self.rx.deframer.at_boundary(),
             self.rx.deframer.offset(),
             self.reader_done,
             self.writer_done,
@@ -430,7 +430,7 @@ async fn reader(shared: Arc<Shared>) {
 fn read_turn(inner: &mut Inner, stream: &TcpStream) -> Result<bool, RxEnd> {
     for _ in 0..READS_PER_TURN {
         inner.rx.feed_staged(&mut inner.qp)?;
-        if inner.tx.framer().is_held() && inner.rx.deframer.fpdus_received() > 0 {
+        if inner.tx.framer().is_held() && inner.rx.deframer.pdus_received() > 0 {
             inner.tx.release();
         }
         if !inner.rx.read(&mut inner.qp, stream)? {

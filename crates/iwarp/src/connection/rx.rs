@@ -11,7 +11,7 @@
 //!   [`DIRECT_MIN`] payload octets to come and the engine has validated its
 //!   header, one vectored read puts them straight into the target region,
 //!   markers into a scratch array, and a short tail (the CRC and the next
-//!   headers) into the staging buffer. The MPA receiver then folds the
+//!   headers) into the staging buffer. The framing layer then folds the
 //!   placed octets into its CRC.
 
 use std::io::{self, IoSliceMut};
@@ -19,9 +19,10 @@ use std::io::{self, IoSliceMut};
 use arrayvec::ArrayVec;
 use tokio::net::TcpStream;
 
-use iwarp_proto::framing::FeedError;
-use iwarp_proto::mpa::{FpduReceiver, LlpErrorCode, MpaError, Span};
+use iwarp_proto::mpa::{LlpErrorCode, Span};
 use iwarp_proto::rdmap::QueuePair;
+
+use super::framer::{Deframer, FeedEnd, FramingError};
 
 /// Octets of staging buffer per connection.
 pub(crate) const STAGING_LEN: usize = 64 * 1024;
@@ -41,8 +42,8 @@ pub(crate) enum RxEnd {
     Closed,
     /// The connection ended in the middle of an FPDU, or failed.
     Lost(Option<io::Error>),
-    /// The MPA layer found the stream invalid (CRC, marker).
-    Framing(MpaError),
+    /// The framing layer found the stream invalid (CRC, marker, …).
+    Framing(FramingError),
     /// The engine refused a segment (it has queued a Terminate).
     Engine,
 }
@@ -62,7 +63,7 @@ impl RxEnd {
 /// The receive half of a connection's framing state and buffers.
 #[derive(Debug)]
 pub(crate) struct RxPath {
-    pub(crate) deframer: FpduReceiver,
+    pub(crate) deframer: Deframer,
     staging: Box<[u8]>,
     /// Staged octets not yet fed: `staging[start..end]`.
     start: usize,
@@ -76,7 +77,7 @@ pub(crate) struct RxPath {
 impl RxPath {
     /// A receive path whose first octets (already read while the startup
     /// frames were) are `initial`.
-    pub(crate) fn new(deframer: FpduReceiver, initial: &[u8]) -> Self {
+    pub(crate) fn new(deframer: Deframer, initial: &[u8]) -> Self {
         let mut staging = vec![0u8; STAGING_LEN.max(initial.len())].into_boxed_slice();
         staging[..initial.len()].copy_from_slice(initial);
         Self {
@@ -91,28 +92,24 @@ impl RxPath {
 
     /// Feeds the staged octets to the deframer and the engine.
     pub(crate) fn feed_staged(&mut self, qp: &mut QueuePair) -> Result<(), RxEnd> {
-        if self.start == self.end {
-            return Ok(());
-        }
+        // Called even with nothing staged: an IFT frame without a payload
+        // CRC is complete with its last payload octet, which a direct read
+        // may have placed; only the framing layer's next call reports it.
         let input = &self.staging[self.start..self.end];
         let result = self.deframer.receive(input, qp);
         self.start = 0;
         self.end = 0;
-        match result {
-            Ok(_) => Ok(()),
-            Err(FeedError::Framing(e)) => Err(RxEnd::Framing(e)),
-            Err(FeedError::Sink(_)) => Err(RxEnd::Engine),
-        }
+        result.map_err(|e| match e {
+            FeedEnd::Framing(f) => RxEnd::Framing(f),
+            FeedEnd::Engine => RxEnd::Engine,
+        })
     }
 
     /// Whether large FPDUs are arriving: the current or the previous one
     /// carries at least [`DIRECT_MIN`] octets. Two FPDUs of memory cover
     /// the short tail segment a large message ends with.
     fn large_recently(&self) -> bool {
-        self.deframer
-            .ulpdu_len()
-            .max(self.deframer.previous_ulpdu_len())
-            >= DIRECT_MIN
+        self.deframer.recent_payload_len() >= DIRECT_MIN
     }
 
     /// One non-blocking read from the socket, direct or staged. Returns
@@ -121,7 +118,7 @@ impl RxPath {
         debug_assert_eq!(self.start, self.end);
         let remaining = self
             .deframer
-            .ulpdu_layout(usize::MAX)
+            .layout(usize::MAX)
             .map(|s| match s {
                 Span::Ulpdu(n) => n,
                 Span::Marker => 0,
@@ -153,7 +150,7 @@ impl RxPath {
     }
 
     fn eof(&self) -> RxEnd {
-        if self.deframer.at_fpdu_boundary() {
+        if self.deframer.at_boundary() {
             RxEnd::Closed
         } else {
             RxEnd::Lost(None)
@@ -177,13 +174,13 @@ impl RxPath {
         } = self;
         let mut markers = [[0u8; 4]; MAX_MARKERS];
         let mut outcome: Option<io::Result<usize>> = None;
-        let mut mpa_error = None;
+        let mut framing_error = None;
         let placed = qp.place_direct(max, |dst| {
             let mut iov: ArrayVec<IoSliceMut<'_>, { 2 * MAX_MARKERS + 2 }> = ArrayVec::new();
             let mut rest = &mut dst[..];
             let mut marker_slots = markers.iter_mut();
             let mut spans: ArrayVec<Span, { 2 * MAX_MARKERS + 2 }> = ArrayVec::new();
-            for span in deframer.ulpdu_layout(rest.len()) {
+            for span in deframer.layout(rest.len()) {
                 if spans.len() + 2 > spans.capacity() {
                     break;
                 }
@@ -221,7 +218,7 @@ impl RxPath {
                 let r = match span {
                     Span::Ulpdu(len) => {
                         let k = len.min(left);
-                        let r = deframer.push_ulpdu(&dst[at..at + k]);
+                        let r = deframer.push_payload(&dst[at..at + k]);
                         at += k;
                         left -= k;
                         r
@@ -229,15 +226,13 @@ impl RxPath {
                     Span::Marker => {
                         let k = 4.min(left);
                         left -= k;
-                        let r = deframer
-                            .push_framing(&markers[marker_index][..k])
-                            .map(|_| ());
+                        let r = deframer.push_marker(&markers[marker_index][..k]);
                         marker_index += 1;
                         r
                     }
                 };
                 if let Err(e) = r {
-                    mpa_error = Some(e);
+                    framing_error = Some(e);
                     break;
                 }
             }
@@ -245,7 +240,7 @@ impl RxPath {
             *end = left;
             at
         });
-        if let Some(e) = mpa_error {
+        if let Some(e) = framing_error {
             return Err(RxEnd::Framing(e));
         }
         // No call at all: the engine refused the placement (its target was

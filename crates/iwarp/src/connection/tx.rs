@@ -17,8 +17,9 @@ use arrayvec::ArrayVec;
 use tokio::net::TcpStream;
 
 use iwarp_proto::framing::WireBatch;
-use iwarp_proto::mpa::FpduTransmitter;
 use iwarp_proto::rdmap::{LockedTransmit, QueuePair, Transmit};
+
+use super::framer::Framer;
 
 /// Octets gathered into one batch at most (before framing).
 pub(crate) const MAX_BATCH_OCTETS: usize = 256 * 1024;
@@ -41,7 +42,7 @@ pub(crate) enum Flush {
 /// The transmit half of a connection's framing state.
 #[derive(Debug)]
 pub(crate) struct TxPath {
-    framer: FpduTransmitter,
+    framer: Framer,
     batch: WireBatch,
     pending: Vec<Transmit>,
     /// Octets of `batch` already written.
@@ -51,7 +52,7 @@ pub(crate) struct TxPath {
 }
 
 impl TxPath {
-    pub(crate) fn new(framer: FpduTransmitter) -> Self {
+    pub(crate) fn new(framer: Framer) -> Self {
         Self {
             framer,
             batch: WireBatch::new(),
@@ -72,7 +73,7 @@ impl TxPath {
         self.framer.release();
     }
 
-    pub(crate) fn framer(&self) -> &FpduTransmitter {
+    pub(crate) fn framer(&self) -> &Framer {
         &self.framer
     }
 
@@ -111,13 +112,9 @@ impl TxPath {
         let mut framed = 0;
         for t in &self.pending {
             let Ok(locked) = t.lock() else { break };
-            // A ULPDU never exceeds the MULPDU, itself at most 64768
+            // A segment never exceeds the MULPDU, itself at most 64768
             // octets, so framing cannot refuse it.
-            if self
-                .framer
-                .frame(&locked.slices(), &mut self.batch)
-                .is_err()
-            {
+            if !self.framer.frame(locked.slices(), &mut self.batch) {
                 break;
             }
             framed += 1;
@@ -157,9 +154,7 @@ impl TxPath {
             }
             let mut slices: ArrayVec<&[u8], { 2 * MAX_BATCH_ULPDUS }> = ArrayVec::new();
             for g in &guards {
-                let [h, p] = g.slices();
-                slices.push(h);
-                slices.push(p);
+                self.framer.batch_slices(g.slices(), &mut slices);
             }
             let mut iov: ArrayVec<IoSlice<'_>, MAX_IOV> = ArrayVec::new();
             let mut skip = self.written;

@@ -1,0 +1,188 @@
+//! The framing layer under a connection, MPA or IFT, behind one interface.
+//!
+//! The data path (transmit batching, staged and direct reads) does not
+//! care which framing carries the DDP segments: [`Framer`] frames a
+//! segment into a [`WireBatch`], [`Deframer`] feeds received octets to the
+//! engine and lays out upcoming payload for direct reads. The two framings
+//! differ in how a segment is split (MPA frames header and payload as one
+//! ULPDU; IFT keeps the DDP header apart, covered by its own CRC) and in
+//! their error types, which become one [`FramingError`] here.
+
+use arrayvec::ArrayVec;
+
+use iwarp_proto::framing::{FeedError, WireBatch};
+use iwarp_proto::ift::{IftReceiver, IftRxError, IftTransmitter, PayloadLayout};
+use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, LlpErrorCode, MpaError, Span, UlpduLayout};
+use iwarp_proto::rdmap::QueuePair;
+
+/// Why a framing layer stopped accepting the received stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FramingError {
+    /// An MPA error (CRC, marker).
+    #[error("MPA: {0}")]
+    Mpa(MpaError),
+    /// An IFT error (header or payload CRC, VTag, marker, header size).
+    #[error("IFT: {0}")]
+    Ift(IftRxError),
+}
+
+impl FramingError {
+    /// The code to report in a Terminate message (layer LLP).
+    pub const fn llp_code(&self) -> LlpErrorCode {
+        match self {
+            Self::Mpa(e) => e.llp_code(),
+            Self::Ift(e) => e.llp_code(),
+        }
+    }
+}
+
+/// The transmit side of the framing layer.
+#[derive(Debug)]
+pub(crate) enum Framer {
+    Mpa(FpduTransmitter),
+    Ift(IftTransmitter),
+}
+
+impl Framer {
+    /// Whether the framer holds back its first PDU (MPA rule 4).
+    pub(crate) fn is_held(&self) -> bool {
+        matches!(self, Self::Mpa(t) if t.is_held())
+    }
+
+    pub(crate) fn release(&mut self) {
+        if let Self::Mpa(t) = self {
+            t.release();
+        }
+    }
+
+    /// Appends the PDU carrying the segment `[header, payload]` to `batch`.
+    /// Fails only if the segment cannot be framed (never for a segment
+    /// within the MULPDU).
+    pub(crate) fn frame(&mut self, segment: [&[u8]; 2], batch: &mut WireBatch) -> bool {
+        match self {
+            Self::Mpa(t) => t.frame(&segment, batch).is_ok(),
+            Self::Ift(t) => t.frame(segment[0], &segment[1..], batch).is_ok(),
+        }
+    }
+
+    /// Pushes the slices of `segment` that a batch framed by this framer
+    /// refers to: MPA borrows header and payload, IFT copied the header
+    /// into the batch and borrows the payload only.
+    pub(crate) fn batch_slices<'a, const N: usize>(
+        &self,
+        segment: [&'a [u8]; 2],
+        out: &mut ArrayVec<&'a [u8], N>,
+    ) {
+        if let Self::Mpa(_) = self {
+            out.push(segment[0]);
+        }
+        out.push(segment[1]);
+    }
+}
+
+/// The stream layout of upcoming payload octets, from either framing.
+#[derive(Debug, Clone)]
+pub(crate) enum Layout {
+    Mpa(UlpduLayout),
+    Ift(PayloadLayout),
+}
+
+impl Iterator for Layout {
+    type Item = Span;
+
+    fn next(&mut self) -> Option<Span> {
+        match self {
+            Self::Mpa(l) => l.next(),
+            Self::Ift(l) => l.next(),
+        }
+    }
+}
+
+/// The receive side of the framing layer.
+#[derive(Debug)]
+pub(crate) enum Deframer {
+    Mpa(FpduReceiver),
+    Ift(IftReceiver),
+}
+
+impl Deframer {
+    /// Feeds received octets to the engine.
+    pub(crate) fn receive(&mut self, input: &[u8], qp: &mut QueuePair) -> Result<(), FeedEnd> {
+        let r = match self {
+            Self::Mpa(r) => r.receive(input, qp).map_err(|e| match e {
+                FeedError::Framing(f) => FeedEnd::Framing(FramingError::Mpa(f)),
+                FeedError::Sink(_) => FeedEnd::Engine,
+            }),
+            Self::Ift(r) => r.receive(input, qp).map_err(|e| match e {
+                FeedError::Framing(f) => FeedEnd::Framing(FramingError::Ift(f)),
+                FeedError::Sink(_) => FeedEnd::Engine,
+            }),
+        };
+        r.map(|_| ())
+    }
+
+    /// The layout of the next payload octets of the current PDU (none
+    /// unless payload comes next).
+    pub(crate) fn layout(&self, max: usize) -> Layout {
+        match self {
+            Self::Mpa(r) => Layout::Mpa(r.ulpdu_layout(max)),
+            Self::Ift(r) => Layout::Ift(r.payload_layout(max)),
+        }
+    }
+
+    /// Records payload octets the caller placed itself.
+    pub(crate) fn push_payload(&mut self, bytes: &[u8]) -> Result<(), FramingError> {
+        match self {
+            Self::Mpa(r) => r.push_ulpdu(bytes).map_err(FramingError::Mpa),
+            Self::Ift(r) => r.push_payload(bytes).map_err(FramingError::Ift),
+        }
+    }
+
+    /// Records the octets of a marker read into scratch space.
+    pub(crate) fn push_marker(&mut self, bytes: &[u8]) -> Result<(), FramingError> {
+        match self {
+            Self::Mpa(r) => r.push_framing(bytes).map(|_| ()).map_err(FramingError::Mpa),
+            Self::Ift(r) => r.push_framing(bytes).map(|_| ()).map_err(FramingError::Ift),
+        }
+    }
+
+    /// Whether the stream sits between two PDUs.
+    pub(crate) fn at_boundary(&self) -> bool {
+        match self {
+            Self::Mpa(r) => r.at_fpdu_boundary(),
+            Self::Ift(r) => r.at_frame_boundary(),
+        }
+    }
+
+    /// PDUs received and validated so far.
+    pub(crate) fn pdus_received(&self) -> u64 {
+        match self {
+            Self::Mpa(r) => r.fpdus_received(),
+            Self::Ift(r) => r.frames_received(),
+        }
+    }
+
+    /// The larger of the current (or last) PDU's payload length and the
+    /// one before: the receive path's guess at the next PDU's size.
+    pub(crate) fn recent_payload_len(&self) -> usize {
+        match self {
+            Self::Mpa(r) => r.ulpdu_len().max(r.previous_ulpdu_len()),
+            Self::Ift(r) => r.payload_len().max(r.previous_payload_len()),
+        }
+    }
+
+    /// Stream offset of the next octet expected.
+    pub(crate) fn offset(&self) -> u64 {
+        match self {
+            Self::Mpa(r) => r.offset(),
+            Self::Ift(r) => r.offset(),
+        }
+    }
+}
+
+/// Why feeding stopped.
+#[derive(Debug)]
+pub(crate) enum FeedEnd {
+    Framing(FramingError),
+    Engine,
+}
