@@ -14,6 +14,10 @@
 //! Read Response and the client's second Send are built by hand, as siw would build them.
 //! Only CRC32c arithmetic is borrowed (`iwarp_proto::mpa::crc`), and it is checked first
 //! against the CRC siw itself computed.
+//!
+//! The last test turns the roles around: a hand-built rping server (answering with siw's
+//! Reply) drives our client through two pings, and our client's MPA Request must be
+//! rping's own, octet for octet.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -205,7 +209,7 @@ impl Raw {
         let rest = self.recv_exact(padded - 2 + 4);
         let fpdu = [head, rest].concat();
         // Shown when a test fails (and with --nocapture): the octets under judgement.
-        eprintln!("server sent FPDU: {}", to_hex(&fpdu));
+        eprintln!("received FPDU: {}", to_hex(&fpdu));
         assert!(
             fpdu[2 + len..padded].iter().all(|&b| b == 0),
             "padding not zero"
@@ -400,4 +404,131 @@ fn bogus_sends_are_refused_like_rping() {
             "{payload_len}: {stderr}"
         );
     }
+}
+
+/// An RDMA Read Request (untagged, last, QN 1), the way an rping server's RNIC sends one.
+fn read_request_ulpdu(msn: u32, sink: (u32, u64), len: u32, source: (u32, u64)) -> Vec<u8> {
+    let mut u = vec![0x41, 0x41]; // DDP T=0 L=1 DV=1; RDMAP RV=1 opcode 1 (Read Request)
+    u.extend_from_slice(&0u32.to_be_bytes());
+    u.extend_from_slice(&1u32.to_be_bytes()); // QN 1
+    u.extend_from_slice(&msn.to_be_bytes());
+    u.extend_from_slice(&0u32.to_be_bytes()); // MO 0
+    u.extend_from_slice(&sink.0.to_be_bytes());
+    u.extend_from_slice(&sink.1.to_be_bytes());
+    u.extend_from_slice(&len.to_be_bytes());
+    u.extend_from_slice(&source.0.to_be_bytes());
+    u.extend_from_slice(&source.1.to_be_bytes());
+    u
+}
+
+/// Checks that `fpdu` is a Send (QN 0, MSN `msn`) of a 16-octet advertisement of `len`
+/// octets, and returns the advertised STag and address.
+fn advertisement(fpdu: &[u8], msn: u32, len: u32) -> (u32, u64) {
+    assert_eq!(be16(fpdu), 34, "a 16-octet Send: {fpdu:02x?}");
+    assert_eq!(&fpdu[2..4], &[0x41, 0x43], "untagged last Send");
+    assert_eq!(be32(&fpdu[4..]), 0, "no Invalidate STag");
+    assert_eq!(be32(&fpdu[8..]), 0, "QN 0");
+    assert_eq!(be32(&fpdu[12..]), msn, "MSN");
+    assert_eq!(be32(&fpdu[16..]), 0, "MO 0");
+    assert_eq!(be32(&fpdu[32..]), len, "advertised length");
+    (be32(&fpdu[28..]), be64(&fpdu[20..]))
+}
+
+#[test]
+fn our_client_speaks_rping_to_an_rping_server() {
+    // The other role: a hand-built rping server (siw's answers) against our client. With
+    // --crc off our client's MPA Request must be rping's own, octet for octet.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let mut client = Command::new(BIN)
+        .args([
+            "ping",
+            "--connect",
+            &addr,
+            "-C",
+            "2",
+            "-S",
+            "32",
+            "-V",
+            "-v",
+        ])
+        .args(["--crc", "off"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iwarp");
+    let (stream, _) = listener.accept().expect("accept");
+    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+    let mut raw = Raw { stream, crc: false };
+
+    let request = raw.recv_exact(24);
+    eprintln!("client sent MPA Request: {}", to_hex(&request));
+    assert_eq!(request, hex(RPING_REQUEST), "our MPA Request is rping's");
+    // siw's Reply when rping accepts: revision 2, enhanced, no CRC, IRD/ORD 16/16 (above
+    // the 1/1 asked for, which an rping initiator tolerates, and so must we).
+    raw.send_raw(&hex("4d504120494420526570204672616d65 1002 0004 0010 0010"));
+
+    let (sink_stag, sink_to) = (0x1234_5600u32, 0x0000_55aa_0000_1000u64);
+    for ping in 0..2u32 {
+        let text = {
+            let start = b'A' + ping as u8;
+            let mut t = format!("rdma-ping-{ping}: ").into_bytes();
+            while t.len() < 31 {
+                t.push(start + (t.len() - 13) as u8);
+            }
+            t.push(0);
+            t
+        };
+        // The start advertisement; RDMA-Read it; the client must answer with its text.
+        let start = advertisement(&raw.recv_fpdu(), 2 * ping + 1, 32);
+        raw.send_raw(&raw.frame(&read_request_ulpdu(
+            ping + 1,
+            (sink_stag, sink_to),
+            32,
+            start,
+        )));
+        let response = raw.recv_fpdu();
+        assert_eq!(
+            response,
+            raw.frame(&tagged_ulpdu(2, sink_stag, sink_to, &text)),
+            "Read Response for ping {ping}"
+        );
+        raw.send_raw(&raw.frame(&send_ulpdu(2 * ping + 1, &[0; 16])));
+        // The sink advertisement; RDMA-Write the text into it; "go".
+        let sink = advertisement(&raw.recv_fpdu(), 2 * ping + 2, 32);
+        raw.send_raw(&raw.frame(&tagged_ulpdu(0, sink.0, sink.1, &text)));
+        raw.send_raw(&raw.frame(&send_ulpdu(2 * ping + 2, &[0; 16])));
+    }
+    // After -C 2 the client disconnects: its FIN, nothing else.
+    let mut rest = Vec::new();
+    raw.stream.read_to_end(&mut rest).expect("read to the end");
+    assert!(rest.is_empty(), "octets after the last ping: {rest:02x?}");
+    drop(raw);
+
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(s) = client.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the client did not exit");
+        thread::sleep(Duration::from_millis(10));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    let _ = client
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout);
+    let _ = client
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr);
+    assert!(status.success(), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR");
+    assert_eq!(lines[1], "ping data: rdma-ping-1: BCDEFGHIJKLMNOPQRS");
+    assert!(stdout.contains("2 pings of 32 bytes"), "{stdout}");
 }
