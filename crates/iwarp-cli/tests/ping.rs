@@ -367,3 +367,41 @@ fn usage_errors_exit_with_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.stderr);
     }
 }
+
+#[test]
+fn ctrl_c_ends_an_unlimited_run_between_pings() {
+    let mut server = Server::start(&[]);
+    let mut client = spawn_ping(&["--connect", &server.addr.to_string(), "-V"]);
+    let out = drain(client.stdout.take().expect("stdout"));
+    let err = drain(client.stderr.take().expect("stderr"));
+    // The client watches for Ctrl-C once connected; give it time to start pinging.
+    server.wait_for_line(" connected");
+    thread::sleep(Duration::from_millis(300));
+    let sent = Command::new("kill")
+        .args(["-INT", &client.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let status = wait_bounded(&mut client, "client");
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert!(status.success(), "{err}");
+    assert!(out.contains("(interrupted)"), "{out}");
+    // The ping in progress was finished, so both sides counted the same pings and the
+    // server saw a disconnect between two of them.
+    let count: u64 = out
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {out}"));
+    assert!(count > 0, "{out}");
+    let served = server.finish();
+    assert!(served.status.success(), "{}", served.stderr);
+    assert!(
+        served
+            .stderr
+            .contains(&format!("disconnected after {}", pings(count))),
+        "client: {out}\nserver: {}",
+        served.stderr
+    );
+}
