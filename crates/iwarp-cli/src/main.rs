@@ -23,7 +23,7 @@ enum Command {
     /// iWARP and plain TCP side by side. With no arguments: a loopback write bandwidth test.
     Perf(PerfArgs),
     /// The rping connectivity test, wire-compatible with rdma-core's rping in both roles:
-    /// `--server` (rping -s) or `--connect HOST` (rping -c -a HOST).
+    /// --server (rping -s) or --connect HOST (rping -c -a HOST).
     Ping(PingArgs),
     // `Decode` (capture decoder) goes here.
 }

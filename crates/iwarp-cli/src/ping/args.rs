@@ -43,8 +43,13 @@ pub struct PingArgs {
     #[arg(short = 'c', long, requires = "addr")]
     pub client: bool,
 
-    /// Ping the server at HOST[:PORT] (IPv6 with a port: [ADDR]:PORT).
-    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "addr")]
+    /// Ping the server at `HOST[:PORT]` (IPv6 with a port: `[ADDR]:PORT`).
+    #[arg(
+        long,
+        value_name = "HOST[:PORT]",
+        conflicts_with = "addr",
+        help = "Ping the server at HOST[:PORT] (IPv6 with a port: [ADDR]:PORT)"
+    )]
     pub connect: Option<String>,
 
     /// The server's address with -c; the address to listen on with -s. [server default: 0.0.0.0]

@@ -210,12 +210,12 @@ impl PingError {
                 // Posting fails once the connection is down: say why it is down.
                 Some(e) => Self::connection(peer, during, &e),
                 None => Self::Local {
-                    what: during.trim_start_matches("while ").to_string(),
+                    what: during.to_string(),
                     source: iwarp::Error::Post(e),
                 },
             },
             other => Self::Local {
-                what: during.trim_start_matches("while ").to_string(),
+                what: during.to_string(),
                 source: other,
             },
         }
