@@ -2,9 +2,11 @@
 //! binary stays a thin argument dispatcher and the pieces can be tested directly.
 //!
 //! * [`perf`]: perftest-style bandwidth and latency tests, iWARP and a plain-TCP baseline.
+//! * [`ping`]: the rping connectivity test, wire-compatible with rdma-core's `rping`.
 //!
-//! `ping` (rping-compatible) and `decode` (capture decoder) will sit beside it.
+//! `decode` (capture decoder) will sit beside them.
 
 #![forbid(unsafe_code)]
 
 pub mod perf;
+pub mod ping;

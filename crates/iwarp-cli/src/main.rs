@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use iwarp_cli::perf::{self, args::PerfArgs};
+use iwarp_cli::ping::{self, args::PingArgs};
 
 /// iWARP over TCP, from the command line.
 #[derive(Parser, Debug)]
@@ -21,7 +22,10 @@ enum Command {
     /// Bandwidth and latency tests in the style of perftest (ib_write_bw, ib_read_lat, ...),
     /// iWARP and plain TCP side by side. With no arguments: a loopback write bandwidth test.
     Perf(PerfArgs),
-    // `Ping` (rping-compatible) and `Decode` (capture decoder) go here.
+    /// The rping connectivity test, wire-compatible with rdma-core's rping in both roles:
+    /// --server (rping -s) or --connect HOST (rping -c -a HOST).
+    Ping(PingArgs),
+    // `Decode` (capture decoder) goes here.
 }
 
 fn main() -> ExitCode {
@@ -38,6 +42,11 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Perf(args) => runtime.block_on(perf::run(args)),
+        Command::Ping(args) => {
+            let code = runtime.block_on(ping::main(args));
+            runtime.shutdown_background();
+            return code;
+        }
     };
     // Do not wait for stray tasks (a loopback server blocked in accept, say).
     runtime.shutdown_background();

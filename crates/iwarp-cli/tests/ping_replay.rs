@@ -1,0 +1,534 @@
+//! Wire compatibility with a real rping client, proven octet by octet.
+//!
+//! A raw TCP client replays what rdma-core's `rping -c` over Linux `siw` sent, as recorded in
+//! `siw-observed.md`: its MPA Request (`1002 0004 0001 0001`: revision 2, enhanced, IRD 1,
+//! ORD 1, no private data, no CRC asked) and its first FPDU, the 16-octet Send advertising
+//! its start buffer. siw was recorded twice, once after a Reply without CRC and once after a
+//! Reply with CRC (the same FPDU with another buffer address and a real CRC32c); each test
+//! configures our server so that the recorded octets are exactly what siw would send it.
+//!
+//! Everything our server sends back is decoded here by hand, without the stack's own
+//! decoders: the MPA Reply, the RDMA Read Request (MPA framing, DDP untagged queue 1,
+//! RDMAP Read Request fields: it must read exactly the recorded STag, address and length),
+//! the "go" Sends, and the RDMA Write of the ping text back into the advertised sink. The
+//! Read Response and the client's second Send are built by hand, as siw would build them.
+//! Only CRC32c arithmetic is borrowed (`iwarp_proto::mpa::crc`), and it is checked first
+//! against the CRC siw itself computed.
+//!
+//! The last test turns the roles around: a hand-built rping server (answering with siw's
+//! Reply) drives our client through two pings, and our client's MPA Request must be
+//! rping's own, octet for octet.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use iwarp_proto::mpa::crc::crc32c;
+
+const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// The MPA Request rping over siw sends (siw-observed.md, "siw as initiator").
+const RPING_REQUEST: &str = "4d504120494420526571204672616d65 1002 0004 0001 0001";
+
+/// rping's first FPDU after a Reply without CRC: its start buffer at 0x00005637f5a0d530,
+/// STag 0x3fce2900, 0x20 octets; CRC field zero.
+const RPING_SEND_NO_CRC: &str = "0022 4143 00000000 00000000 00000001 00000000 \
+                                 00005637f5a0d530 3fce2900 00000020 00000000";
+
+/// rping's first FPDU after a Reply with CRC: start buffer at 0x0000562e4da7b530, STag
+/// 0xe54e5800, 0x20 octets, and siw's CRC32c (least significant octet first).
+const RPING_SEND_CRC: &str = "0022 4143 00000000 00000000 00000001 00000000 \
+                              0000562e4da7b530 e54e5800 00000020 ba0f3665";
+
+fn hex(s: &str) -> Vec<u8> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    digits
+        .chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).expect("ascii"), 16).expect("hex"))
+        .collect()
+}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes(b[..2].try_into().expect("2 octets"))
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes(b[..4].try_into().expect("4 octets"))
+}
+
+fn be64(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b[..8].try_into().expect("8 octets"))
+}
+
+/// A running `iwarp ping --server`; killed when dropped.
+struct Server {
+    child: Option<Child>,
+    addr: SocketAddr,
+    stdout: Option<thread::JoinHandle<String>>,
+    stderr: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["ping", "--server", "-a", "127.0.0.1", "-p", "0", "-v", "-d"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn iwarp");
+        let mut out = child.stdout.take().expect("stdout");
+        let stdout = thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        let err = child.stderr.take().expect("stderr");
+        let (tx, stderr) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = Self {
+            child: Some(child),
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            stdout: Some(stdout),
+            stderr,
+            seen: Vec::new(),
+        };
+        let deadline = Instant::now() + LIMIT;
+        let line = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = server
+                .stderr
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("server did not start: {:?}", server.seen));
+            server.seen.push(line.clone());
+            if line.contains("listening on ") {
+                break line;
+            }
+        };
+        server.addr = line
+            .rsplit(' ')
+            .next()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in `{line}`"));
+        server
+    }
+
+    /// Waits for the server to exit by itself; returns its status, stdout and stderr.
+    fn finish(mut self) -> (ExitStatus, String, String) {
+        let mut child = self.child.take().expect("running");
+        let deadline = Instant::now() + LIMIT;
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("try_wait") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the server did not exit: {:?}", self.seen);
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let stdout = self
+            .stdout
+            .take()
+            .map(|h| h.join().expect("stdout"))
+            .unwrap_or_default();
+        self.seen.extend(self.stderr.try_iter());
+        (status, stdout, self.seen.join("\n"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The replaying client: a TCP stream and the CRC setting the startup settled.
+struct Raw {
+    stream: TcpStream,
+    crc: bool,
+}
+
+impl Raw {
+    fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+        stream.set_nodelay(true).expect("nodelay");
+        Self { stream, crc: false }
+    }
+
+    fn send_raw(&mut self, octets: &[u8]) {
+        self.stream.write_all(octets).expect("write");
+    }
+
+    fn recv_exact(&mut self, n: usize) -> Vec<u8> {
+        let mut b = vec![0; n];
+        self.stream.read_exact(&mut b).expect("read");
+        b
+    }
+
+    /// An FPDU around `ulpdu`: length, ULPDU, padding to 4 octets, CRC (or zeros).
+    fn frame(&self, ulpdu: &[u8]) -> Vec<u8> {
+        let mut f = Vec::with_capacity(ulpdu.len() + 9);
+        f.extend_from_slice(&u16::try_from(ulpdu.len()).expect("short").to_be_bytes());
+        f.extend_from_slice(ulpdu);
+        while f.len() % 4 != 0 {
+            f.push(0);
+        }
+        let crc = if self.crc { crc32c(&f) } else { 0 };
+        f.extend_from_slice(&crc.to_le_bytes());
+        f
+    }
+
+    /// Reads one FPDU (no markers); checks its padding and CRC field; returns it whole.
+    fn recv_fpdu(&mut self) -> Vec<u8> {
+        let head = self.recv_exact(2);
+        let len = usize::from(be16(&head));
+        let padded = (2 + len).next_multiple_of(4);
+        let rest = self.recv_exact(padded - 2 + 4);
+        let fpdu = [head, rest].concat();
+        // Shown when a test fails (and with --nocapture): the octets under judgement.
+        eprintln!("received FPDU: {}", to_hex(&fpdu));
+        assert!(
+            fpdu[2 + len..padded].iter().all(|&b| b == 0),
+            "padding not zero"
+        );
+        let field = u32::from_le_bytes(fpdu[padded..].try_into().expect("4"));
+        let want = if self.crc { crc32c(&fpdu[..padded]) } else { 0 };
+        assert_eq!(field, want, "CRC field of {fpdu:02x?}");
+        fpdu
+    }
+}
+
+/// A Send (untagged, last, QN 0) carrying `payload`, the way siw builds one.
+fn send_ulpdu(msn: u32, payload: &[u8]) -> Vec<u8> {
+    let mut u = vec![0x41, 0x43]; // DDP T=0 L=1 DV=1; RDMAP RV=1 opcode 3 (Send)
+    u.extend_from_slice(&0u32.to_be_bytes()); // no Invalidate STag
+    u.extend_from_slice(&0u32.to_be_bytes()); // QN 0
+    u.extend_from_slice(&msn.to_be_bytes());
+    u.extend_from_slice(&0u32.to_be_bytes()); // MO 0
+    u.extend_from_slice(payload);
+    u
+}
+
+/// A tagged, last segment: RDMA Write (opcode 0) or Read Response (opcode 2).
+fn tagged_ulpdu(opcode: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
+    let mut u = vec![0xc1, 0x40 | opcode]; // DDP T=1 L=1 DV=1; RDMAP RV=1
+    u.extend_from_slice(&stag.to_be_bytes());
+    u.extend_from_slice(&to.to_be_bytes());
+    u.extend_from_slice(payload);
+    u
+}
+
+/// rping's start buffer for ping 0 at 32 octets: the text and its NUL.
+fn ping0_text() -> Vec<u8> {
+    let mut t = b"rdma-ping-0: ABCDEFGHIJKLMNOPQR".to_vec();
+    t.push(0);
+    assert_eq!(t.len(), 32);
+    t
+}
+
+/// What the recorded first Send advertises.
+struct Advert {
+    addr: u64,
+    stag: u32,
+    len: u32,
+}
+
+/// Runs one rping client's whole session by hand against a server started with
+/// `server_args`, replaying the recorded startup and first FPDU.
+fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, start: Advert) {
+    let server = Server::start(server_args);
+    let mut raw = Raw::connect(server.addr);
+
+    // 1. The MPA Request, as rping sent it.
+    raw.send_raw(&hex(RPING_REQUEST));
+    // 2. Our Reply: the Reply key, revision 2 with the enhanced flag, C as our policy says,
+    //    PD_Length 4 (only the enhanced words), IRD 1 / ORD 1 (rping's, and no more than
+    //    our own 1/1), no peer-to-peer bits, no private data.
+    let reply = raw.recv_exact(24);
+    eprintln!("server sent MPA Reply: {}", to_hex(&reply));
+    let want = hex(&format!(
+        "4d504120494420526570204672616d65 {reply_flags} 0004 0001 0001"
+    ));
+    assert_eq!(reply, want, "MPA Reply");
+    raw.crc = crc;
+
+    // 3. rping's first FPDU, exactly as recorded.
+    let first = hex(first_fpdu);
+    if crc {
+        // The recorded CRC is siw's own; our CRC arithmetic must agree with it.
+        let field = u32::from_le_bytes(first[36..40].try_into().expect("4"));
+        assert_eq!(crc32c(&first[..36]), field, "siw's recorded CRC");
+    }
+    assert_eq!(first, raw.frame(&send_ulpdu(1, &first[20..36])));
+    raw.send_raw(&first);
+
+    // 4. Our server must RDMA-Read exactly what was advertised.
+    let rr = raw.recv_fpdu();
+    assert_eq!(be16(&rr), 46, "Read Request ULPDU_Length: {rr:02x?}");
+    assert_eq!(rr[2], 0x41, "DDP control: untagged, last, DV 1");
+    assert_eq!(rr[3], 0x41, "RDMAP control: RV 1, opcode 1 (Read Request)");
+    assert_eq!(be32(&rr[4..]), 0, "reserved");
+    assert_eq!(be32(&rr[8..]), 1, "QN 1 (Read Requests)");
+    assert_eq!(be32(&rr[12..]), 1, "MSN 1 (the first Read Request)");
+    assert_eq!(be32(&rr[16..]), 0, "MO 0");
+    let sink_stag = be32(&rr[20..]);
+    let sink_to = be64(&rr[24..]);
+    assert_eq!(be32(&rr[32..]), start.len, "RDMA Read Message Size");
+    assert_eq!(be32(&rr[36..]), start.stag, "Data Source STag");
+    assert_eq!(be64(&rr[40..]), start.addr, "Data Source Tagged Offset");
+
+    // 5. The Read Response, as siw's RNIC role would send it: rping's ping 0 text.
+    let text = ping0_text();
+    let response = raw.frame(&tagged_ulpdu(2, sink_stag, sink_to, &text));
+    raw.send_raw(&response);
+
+    // 6. "go": our server's first Send, 16 octets (zeros, as rping's server sends).
+    let go = raw.recv_fpdu();
+    assert_eq!(go, raw.frame(&send_ulpdu(1, &[0; 16])), "first \"go\"");
+
+    // 7. The client's sink advertisement (a second Send, MSN 2), in rping's layout.
+    let (sink_addr, sink_key) = (start.addr + 0x1000, start.stag.wrapping_add(0x100));
+    let mut info = Vec::new();
+    info.extend_from_slice(&sink_addr.to_be_bytes());
+    info.extend_from_slice(&sink_key.to_be_bytes());
+    info.extend_from_slice(&start.len.to_be_bytes());
+    let second = raw.frame(&send_ulpdu(2, &info));
+    raw.send_raw(&second);
+
+    // 8. The RDMA Write back: tagged to the advertised sink, strlen + 1 octets of the text.
+    let write = raw.recv_fpdu();
+    assert_eq!(
+        write,
+        raw.frame(&tagged_ulpdu(0, sink_key, sink_addr, &text)),
+        "RDMA Write of the ping data"
+    );
+
+    // 9. The second "go" (MSN 2).
+    let go = raw.recv_fpdu();
+    assert_eq!(go, raw.frame(&send_ulpdu(2, &[0; 16])), "second \"go\"");
+
+    // 10. rping disconnects; our server closes its side and exits successfully.
+    raw.stream.shutdown(Shutdown::Write).expect("shutdown");
+    let mut rest = Vec::new();
+    raw.stream.read_to_end(&mut rest).expect("read to the end");
+    assert!(rest.is_empty(), "octets after the last \"go\": {rest:02x?}");
+    let (status, stdout, stderr) = server.finish();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(
+        stdout, "server ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR\n",
+        "{stderr}"
+    );
+    assert!(stderr.contains("disconnected after 1 ping"), "{stderr}");
+    assert!(
+        stderr.contains("MPA Request: revision 2, C=0, M=0, IRD/ORD 1/1, 0 octets"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn real_rping_client_without_crc() {
+    // A server that does not ask for CRC answers rping exactly as siw would:
+    // `1002 0004 0001 0001`, and the recorded CRC-less FPDU follows.
+    replay(
+        &["--crc", "off"],
+        "1002",
+        RPING_SEND_NO_CRC,
+        false,
+        Advert {
+            addr: 0x0000_5637_f5a0_d530,
+            stag: 0x3fce_2900,
+            len: 0x20,
+        },
+    );
+}
+
+#[test]
+fn real_rping_client_with_crc_by_default() {
+    // Our default asks for CRC (C=1 in the Reply: `5002`), which siw honours; the recorded
+    // FPDU siw sent after such a Reply carries its CRC32c.
+    replay(
+        &[],
+        "5002",
+        RPING_SEND_CRC,
+        true,
+        Advert {
+            addr: 0x0000_562e_4da7_b530,
+            stag: 0xe54e_5800,
+            len: 0x20,
+        },
+    );
+}
+
+#[test]
+fn bogus_sends_are_refused_like_rping() {
+    // rping's server checks that every receive is exactly 16 octets.
+    for (payload_len, said) in [(15usize, "size 15"), (17, "size over 16")] {
+        let server = Server::start(&["--crc", "off"]);
+        let mut raw = Raw::connect(server.addr);
+        raw.send_raw(&hex(RPING_REQUEST));
+        assert_eq!(raw.recv_exact(24)[16..], hex("1002 0004 0001 0001")[..]);
+        let f = raw.frame(&send_ulpdu(1, &vec![0x5a; payload_len]));
+        raw.send_raw(&f);
+        // The server gives up: whatever it sends (a Terminate for the overlong Send), it
+        // closes the connection and exits with the error.
+        let mut rest = Vec::new();
+        let _ = raw.stream.read_to_end(&mut rest);
+        drop(raw);
+        let (status, _, stderr) = server.finish();
+        assert_eq!(status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("Received bogus data, {said}")),
+            "{payload_len}: {stderr}"
+        );
+    }
+}
+
+/// An RDMA Read Request (untagged, last, QN 1), the way an rping server's RNIC sends one.
+fn read_request_ulpdu(msn: u32, sink: (u32, u64), len: u32, source: (u32, u64)) -> Vec<u8> {
+    let mut u = vec![0x41, 0x41]; // DDP T=0 L=1 DV=1; RDMAP RV=1 opcode 1 (Read Request)
+    u.extend_from_slice(&0u32.to_be_bytes());
+    u.extend_from_slice(&1u32.to_be_bytes()); // QN 1
+    u.extend_from_slice(&msn.to_be_bytes());
+    u.extend_from_slice(&0u32.to_be_bytes()); // MO 0
+    u.extend_from_slice(&sink.0.to_be_bytes());
+    u.extend_from_slice(&sink.1.to_be_bytes());
+    u.extend_from_slice(&len.to_be_bytes());
+    u.extend_from_slice(&source.0.to_be_bytes());
+    u.extend_from_slice(&source.1.to_be_bytes());
+    u
+}
+
+/// Checks that `fpdu` is a Send (QN 0, MSN `msn`) of a 16-octet advertisement of `len`
+/// octets, and returns the advertised STag and address.
+fn advertisement(fpdu: &[u8], msn: u32, len: u32) -> (u32, u64) {
+    assert_eq!(be16(fpdu), 34, "a 16-octet Send: {fpdu:02x?}");
+    assert_eq!(&fpdu[2..4], &[0x41, 0x43], "untagged last Send");
+    assert_eq!(be32(&fpdu[4..]), 0, "no Invalidate STag");
+    assert_eq!(be32(&fpdu[8..]), 0, "QN 0");
+    assert_eq!(be32(&fpdu[12..]), msn, "MSN");
+    assert_eq!(be32(&fpdu[16..]), 0, "MO 0");
+    assert_eq!(be32(&fpdu[32..]), len, "advertised length");
+    (be32(&fpdu[28..]), be64(&fpdu[20..]))
+}
+
+#[test]
+fn our_client_speaks_rping_to_an_rping_server() {
+    // The other role: a hand-built rping server (siw's answers) against our client. With
+    // --crc off our client's MPA Request must be rping's own, octet for octet.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let mut client = Command::new(BIN)
+        .args([
+            "ping",
+            "--connect",
+            &addr,
+            "-C",
+            "2",
+            "-S",
+            "32",
+            "-V",
+            "-v",
+        ])
+        .args(["--crc", "off"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iwarp");
+    let (stream, _) = listener.accept().expect("accept");
+    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+    let mut raw = Raw { stream, crc: false };
+
+    let request = raw.recv_exact(24);
+    eprintln!("client sent MPA Request: {}", to_hex(&request));
+    assert_eq!(request, hex(RPING_REQUEST), "our MPA Request is rping's");
+    // siw's Reply when rping accepts: revision 2, enhanced, no CRC, IRD/ORD 16/16 (above
+    // the 1/1 asked for, which an rping initiator tolerates, and so must we).
+    raw.send_raw(&hex("4d504120494420526570204672616d65 1002 0004 0010 0010"));
+
+    let (sink_stag, sink_to) = (0x1234_5600u32, 0x0000_55aa_0000_1000u64);
+    for ping in 0..2u32 {
+        let text = {
+            let start = b'A' + ping as u8;
+            let mut t = format!("rdma-ping-{ping}: ").into_bytes();
+            while t.len() < 31 {
+                t.push(start + (t.len() - 13) as u8);
+            }
+            t.push(0);
+            t
+        };
+        // The start advertisement; RDMA-Read it; the client must answer with its text.
+        let start = advertisement(&raw.recv_fpdu(), 2 * ping + 1, 32);
+        raw.send_raw(&raw.frame(&read_request_ulpdu(
+            ping + 1,
+            (sink_stag, sink_to),
+            32,
+            start,
+        )));
+        let response = raw.recv_fpdu();
+        assert_eq!(
+            response,
+            raw.frame(&tagged_ulpdu(2, sink_stag, sink_to, &text)),
+            "Read Response for ping {ping}"
+        );
+        raw.send_raw(&raw.frame(&send_ulpdu(2 * ping + 1, &[0; 16])));
+        // The sink advertisement; RDMA-Write the text into it; "go".
+        let sink = advertisement(&raw.recv_fpdu(), 2 * ping + 2, 32);
+        raw.send_raw(&raw.frame(&tagged_ulpdu(0, sink.0, sink.1, &text)));
+        raw.send_raw(&raw.frame(&send_ulpdu(2 * ping + 2, &[0; 16])));
+    }
+    // After -C 2 the client disconnects: its FIN, nothing else.
+    let mut rest = Vec::new();
+    raw.stream.read_to_end(&mut rest).expect("read to the end");
+    assert!(rest.is_empty(), "octets after the last ping: {rest:02x?}");
+    drop(raw);
+
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(s) = client.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the client did not exit");
+        thread::sleep(Duration::from_millis(10));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    let _ = client
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout);
+    let _ = client
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr);
+    assert!(status.success(), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR");
+    assert_eq!(lines[1], "ping data: rdma-ping-1: BCDEFGHIJKLMNOPQRS");
+    assert!(stdout.contains("2 pings of 32 bytes"), "{stdout}");
+}
