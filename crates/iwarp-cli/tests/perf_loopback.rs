@@ -3,54 +3,20 @@
 //! implies. No timing is asserted; every child process is bounded in time and killed if it
 //! overruns.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
+mod common;
+
+use common::{output_bounded, Output, BIN};
+
 /// Far above what any of these runs needs (well under a second each in release builds).
 const LIMIT: Duration = Duration::from_secs(120);
-
-struct Output {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-fn drain(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut s = String::new();
-        let _ = r.read_to_string(&mut s);
-        s
-    })
-}
-
-/// Waits for `child` at most [`LIMIT`], killing it on overrun.
-fn wait_bounded(mut child: Child) -> Output {
-    let out = drain(child.stdout.take().expect("stdout piped"));
-    let err = drain(child.stderr.take().expect("stderr piped"));
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("iwarp perf did not finish within {LIMIT:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    Output {
-        status,
-        stdout: out.join().expect("stdout reader"),
-        stderr: err.join().expect("stderr reader"),
-    }
-}
 
 fn perf(args: &[&str]) -> Output {
     let child = Command::new(BIN)
@@ -61,7 +27,7 @@ fn perf(args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn iwarp");
-    wait_bounded(child)
+    output_bounded(child, LIMIT, &format!("iwarp perf {args:?}"))
 }
 
 fn perf_json(args: &[&str]) -> Value {

@@ -4,45 +4,23 @@
 //! end with a clear message and a non-zero exit. Every child process is bounded in time and
 //! killed if it overruns; nothing leaves 127.0.0.1.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
+mod common;
+
+use common::{drain, output_bounded, Output, BIN};
+
 /// Far above what any of these runs needs.
 const LIMIT: Duration = Duration::from_secs(60);
 
-struct Output {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-fn drain(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut s = String::new();
-        let _ = r.read_to_string(&mut s);
-        s
-    })
-}
-
 /// Waits for `child` at most [`LIMIT`], killing it on overrun.
 fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not finish within {LIMIT:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
+    common::wait_bounded(child, LIMIT, what)
 }
 
 fn spawn_ping(args: &[&str]) -> Child {
@@ -58,15 +36,7 @@ fn spawn_ping(args: &[&str]) -> Child {
 
 /// Runs `iwarp ping ARGS` to the end.
 fn ping(args: &[&str]) -> Output {
-    let mut child = spawn_ping(args);
-    let out = drain(child.stdout.take().expect("stdout piped"));
-    let err = drain(child.stderr.take().expect("stderr piped"));
-    let status = wait_bounded(&mut child, &format!("iwarp ping {args:?}"));
-    Output {
-        status,
-        stdout: out.join().expect("stdout reader"),
-        stderr: err.join().expect("stderr reader"),
-    }
+    output_bounded(spawn_ping(args), LIMIT, &format!("iwarp ping {args:?}"))
 }
 
 /// Stderr lines as they come, so that the server's address can be read while it runs.

@@ -19,3 +19,5 @@ pub mod ift;
 pub mod memory;
 pub mod mpa;
 pub mod rdmap;
+#[cfg(test)]
+mod test_util;

@@ -178,21 +178,13 @@ async fn negotiate_ift(
             Status::Failed(e) => return Err(failed(e)),
             Status::Negotiating => {}
         }
-        let read = match n.poll_timeout() {
-            Some(deadline) => {
-                let deadline = tokio::time::Instant::from_std(deadline);
-                tokio::time::timeout_at(deadline, stream.read(&mut buf)).await
-            }
-            None => Ok(stream.read(&mut buf).await),
-        };
-        match read {
-            Err(_elapsed) => n.handle_timeout(Instant::now()).map_err(failed)?,
-            Ok(Ok(0)) => n.handle_eof().map_err(failed)?,
-            Ok(Ok(got)) => {
+        match read_until(stream, &mut buf, n.poll_timeout()).await? {
+            None => n.handle_timeout(Instant::now()).map_err(failed)?,
+            Some(0) => n.handle_eof().map_err(failed)?,
+            Some(got) => {
                 let used = n.handle_input(&buf[..got]).map_err(failed)?;
                 pending.extend_from_slice(&buf[used..got]);
             }
-            Ok(Err(e)) => return Err(Error::Io(e)),
         }
     }
 }
@@ -215,6 +207,26 @@ fn immediate(role: Role) -> Established {
         Some(Event::Established(e)) => e,
         _ => unreachable!("the immediate-start profile is established at once"),
     }
+}
+
+/// One read during startup, bounded by the machine's deadline: `None`
+/// when the deadline passed first, `Some(0)` at the end of the stream.
+async fn read_until(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    deadline: Option<Instant>,
+) -> Result<Option<usize>, Error> {
+    let read = match deadline {
+        Some(d) => {
+            let d = tokio::time::Instant::from_std(d);
+            match tokio::time::timeout_at(d, stream.read(buf)).await {
+                Ok(r) => r,
+                Err(_elapsed) => return Ok(None),
+            }
+        }
+        None => stream.read(buf).await,
+    };
+    Ok(Some(read?))
 }
 
 /// Exchanges startup octets until the machine reports an event. Returns
@@ -245,21 +257,13 @@ async fn drive<M: StartupMachine>(
                 continue;
             }
         }
-        let read = match m.poll_timeout() {
-            Some(deadline) => {
-                let deadline = tokio::time::Instant::from_std(deadline);
-                tokio::time::timeout_at(deadline, stream.read(&mut buf)).await
-            }
-            None => Ok(stream.read(&mut buf).await),
-        };
-        match read {
-            Err(_elapsed) => m.handle_timeout(Instant::now())?,
-            Ok(Ok(0)) => m.handle_eof()?,
-            Ok(Ok(n)) => {
+        match read_until(stream, &mut buf, m.poll_timeout()).await? {
+            None => m.handle_timeout(Instant::now())?,
+            Some(0) => m.handle_eof()?,
+            Some(n) => {
                 let used = m.handle_input(&buf[..n], Instant::now())?;
                 pending.extend_from_slice(&buf[used..n]);
             }
-            Ok(Err(e)) => return Err(Error::Io(e)),
         }
     }
 }

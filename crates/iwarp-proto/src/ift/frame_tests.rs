@@ -11,13 +11,7 @@ use crate::framing::{CollectUlpdus, FeedError, UlpduSink, WireBatch};
 use crate::mpa::{LlpErrorCode, Span};
 use proptest::prelude::*;
 
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+use crate::test_util::hex;
 
 fn tx_params(header_crc: bool, payload_crc: bool, markers: Option<u16>, vtag: u16) -> TxParams {
     TxParams {

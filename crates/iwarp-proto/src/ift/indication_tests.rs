@@ -7,13 +7,7 @@ use super::indication::{flag, INDICATION_LEN, MAGIC, MIN_MARKER_INTERVAL};
 use super::*;
 use proptest::prelude::*;
 
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+use crate::test_util::hex;
 
 const ZEROS_44: &str = "00000000 00000000 00000000 00000000 00000000 00000000
                         00000000 00000000 00000000 00000000 00000000";

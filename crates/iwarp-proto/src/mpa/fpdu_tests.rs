@@ -6,13 +6,7 @@ use super::*;
 use crate::framing::{CollectUlpdus, FeedError, WireBatch};
 use proptest::prelude::*;
 
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+use crate::test_util::hex;
 
 const BOTH: FramingParams = FramingParams::IMMEDIATE_START;
 const CRC_ONLY: FramingParams = FramingParams {

@@ -12,13 +12,7 @@ use crate::mpa::{FramingParams, LlpErrorCode};
 // ---------------------------------------------------------------------------
 // Harness
 
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+use crate::test_util::hex;
 
 /// A frame: the key of `kind`, then `rest` in hex.
 fn frame(kind: FrameKind, rest: &str) -> Vec<u8> {
