@@ -429,16 +429,25 @@ async fn reader(shared: Arc<Shared>) {
 /// be more to read at once; `Ok(false)`: the socket is empty.
 fn read_turn(inner: &mut Inner, stream: &TcpStream) -> Result<bool, RxEnd> {
     for _ in 0..READS_PER_TURN {
-        inner.rx.feed_staged(&mut inner.qp)?;
-        if inner.tx.framer().is_held() && inner.rx.deframer.pdus_received() > 0 {
-            inner.tx.release();
-        }
+        feed(inner)?;
         if !inner.rx.read(&mut inner.qp, stream)? {
             return Ok(false);
         }
     }
-    inner.rx.feed_staged(&mut inner.qp)?;
+    feed(inner)?;
     Ok(true)
+}
+
+/// Feeds the staged octets, and lifts the responder's hold once the
+/// framing layer has validated a PDU (RFC 5044 §7.1.2 rule 4). The hold
+/// is lifted even when the engine refused that PDU's contents: the
+/// Terminate it queued must go out, and the framing did validate the PDU.
+fn feed(inner: &mut Inner) -> Result<(), RxEnd> {
+    let fed = inner.rx.feed_staged(&mut inner.qp);
+    if inner.tx.framer().is_held() && inner.rx.deframer.pdus_received() > 0 {
+        inner.tx.release();
+    }
+    fed
 }
 
 /// The writer task: waits for the socket to drain when a write could not
