@@ -327,6 +327,13 @@ impl Shared {
         if inner.reader_done && inner.writer_done {
             // Nothing can complete any more: what is left is flushed.
             self.drain(inner);
+            // Nor can anything more be sent or received: close, so that
+            // the peer is not left waiting on a half-open connection (it
+            // closed first, the connection was lost or timed out, or a
+            // held Terminate could never go out).
+            if !inner.write_closed {
+                self.close_socket(inner);
+            }
             for (_, w) in inner.waiters.drain() {
                 drop(w);
             }
