@@ -24,7 +24,8 @@ use tokio::sync::{oneshot, Notify};
 
 use iwarp_proto::mpa::LlpErrorCode;
 use iwarp_proto::rdmap::{
-    self, Completion, CompletionOpcode, Event, ProtocolError, QpState, Sge, TerminateMessage,
+    self, Completion, CompletionOpcode, CompletionStatus, Event, ProtocolError, QpState, Sge,
+    TerminateMessage,
 };
 
 use crate::cq::CompletionQueue;
@@ -269,12 +270,26 @@ impl Shared {
                 Event::StateChanged(_) => {}
             }
         }
-        if inner.tx.is_pending() {
+        // A batch still partly unwritten once the write side is closed
+        // never will be: hold nothing back for it.
+        let unwritten = inner.tx.is_pending();
+        if unwritten && !inner.write_closed {
             // RFC 5041 §5.4 via the engine: a send completes when the LLP
             // has its last segment; ours is still partly in our hands.
             return;
         }
-        while let Some(c) = inner.qp.poll_completion() {
+        while let Some(mut c) = inner.qp.poll_completion() {
+            if unwritten
+                && c.status == CompletionStatus::Success
+                && matches!(
+                    c.opcode,
+                    CompletionOpcode::Send | CompletionOpcode::RdmaWrite
+                )
+            {
+                // The engine completed it when it handed out the last
+                // segment, which may be in the batch that never went out.
+                c.status = CompletionStatus::FatalError;
+            }
             if c.wr_id & INTERNAL_WR != 0 {
                 if let Some(waiter) = inner.waiters.remove(&c.wr_id) {
                     let _ = waiter.send(c);
@@ -325,15 +340,15 @@ impl Shared {
         }
         self.tx_wake.notify_one();
         if inner.reader_done && inner.writer_done {
-            // Nothing can complete any more: what is left is flushed.
-            self.drain(inner);
-            // Nor can anything more be sent or received: close, so that
-            // the peer is not left waiting on a half-open connection (it
+            // Nothing more can be sent or received: close, so that the
+            // peer is not left waiting on a half-open connection (it
             // closed first, the connection was lost or timed out, or a
             // held Terminate could never go out).
             if !inner.write_closed {
                 self.close_socket(inner);
             }
+            // Nothing can complete any more: what is left is flushed.
+            self.drain(inner);
             for (_, w) in inner.waiters.drain() {
                 drop(w);
             }
