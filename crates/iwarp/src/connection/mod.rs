@@ -347,6 +347,10 @@ impl Shared {
             if !inner.write_closed {
                 self.close_socket(inner);
             }
+            // The engine learns that the stream is closed: a Terminate
+            // still waiting (held by rule 4) will never be sent, and the
+            // state moves on from Terminate to Error.
+            inner.qp.handle_llp_closed();
             // Nothing can complete any more: what is left is flushed.
             self.drain(inner);
             for (_, w) in inner.waiters.drain() {
