@@ -250,8 +250,10 @@ pub async fn exercise(client: &QueuePair, c: &Endpoint, server: &QueuePair, s: &
     assert_same("server sink", &s.sink.to_vec(), &c.out.to_vec());
 }
 
-/// Counts panics anywhere in the process (the connection tasks
-/// included, whose panics tokio would otherwise swallow).
+/// Counts panics on tokio's worker threads, where the connection tasks
+/// run and where tokio would otherwise swallow a panic. A test's own
+/// assertions run on its own thread and are not counted, so one failing
+/// test does not make the others fail too.
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 
 /// Starts counting panics. Call at the start of a test that must prove
@@ -261,18 +263,23 @@ pub fn watch_panics() {
     HOOK.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            PANICS.fetch_add(1, Ordering::SeqCst);
+            let worker = std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with("tokio-runtime-worker"));
+            if worker {
+                PANICS.fetch_add(1, Ordering::SeqCst);
+            }
             default(info);
         }));
     });
 }
 
-/// Asserts that nothing has panicked since [`watch_panics`]. A failing
-/// assertion elsewhere in the same test binary counts too: it fails its
-/// own test anyway.
+/// Asserts that no tokio worker has panicked since [`watch_panics`]
+/// (in any test of this binary: a task spawned by a test that fails
+/// counts too, but that test fails anyway).
 #[track_caller]
 pub fn assert_no_panics() {
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "something panicked");
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a tokio worker panicked");
 }
 
 /// A peer on a plain TCP socket that speaks hand-built MPA: startup
@@ -439,6 +446,18 @@ impl RawPeer {
         };
         (self.received.clone(), clean)
     }
+}
+
+/// The first FPDU a transmitter with `framing` sends, carrying `ulpdu`:
+/// what a hand-checked expectation is compared against.
+pub fn first_fpdu(framing: FramingParams, ulpdu: &[u8]) -> Vec<u8> {
+    let mut batch = WireBatch::new();
+    FpduTransmitter::new(framing)
+        .frame(&[ulpdu], &mut batch)
+        .expect("frame");
+    let mut out = Vec::new();
+    batch.write_to(&[ulpdu], &mut out);
+    out
 }
 
 /// Reads `stream` until it ends; returns what arrived.
