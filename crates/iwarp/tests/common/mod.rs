@@ -263,9 +263,11 @@ pub fn watch_panics() {
     HOOK.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            // "tokio-rt-worker" (tokio 1.4x and later) or
+            // "tokio-runtime-worker" (earlier).
             let worker = std::thread::current()
                 .name()
-                .is_some_and(|n| n.starts_with("tokio-runtime-worker"));
+                .is_some_and(|n| n.starts_with("tokio-r"));
             if worker {
                 PANICS.fetch_add(1, Ordering::SeqCst);
             }
