@@ -8,14 +8,18 @@
 //! process, the connection tasks included.
 //!
 //! Startup: a bad key (to our responder and to our initiator), a silent
-//! or stalling peer in either role, a peer that closes during startup.
-//! Full operation: a bad CRC (after a valid FPDU, and as the very first
-//! FPDU, which RFC 5044 §7.1.2 rule 4 forbids us to answer), a marker
-//! that disagrees with the lengths, an invalid STag, a bounds violation,
-//! a missing access right, untagged-buffer and opcode errors, a Read
-//! Request for an invalid STag, the peer's own Terminate, garbage after
-//! the startup (with and without CRC), and a reset in the middle of a
-//! transfer.
+//! or stalling peer in either role, a peer that closes during startup,
+//! requests with an unknown revision, too much private data, the wrong
+//! frame or missing enhanced data.
+//! Full operation: a bad CRC (after a valid FPDU, as the very first FPDU,
+//! which RFC 5044 §7.1.2 rule 4 forbids us to answer, and to our
+//! initiator), a marker that disagrees with the lengths, an invalid
+//! STag, a bounds violation, a missing access right, untagged-buffer,
+//! version and opcode errors, a ULPDU shorter than its header, an
+//! unsolicited Read Response, a Send with Invalidate of a made-up STag,
+//! a Read Request for an invalid STag, the peer's own Terminate, garbage
+//! after the startup (with and without CRC), and a reset in the middle
+//! of a transfer; and a zero-length Write, which is not checked.
 
 mod common;
 
@@ -759,5 +763,114 @@ async fn reset_in_the_middle_of_a_transfer() {
         assert_ne!(c.status, CompletionStatus::Success, "{c:?}");
     }
     assert_eq!(qp.state(), QpState::Error);
+    assert_no_panics();
+}
+
+/// More segments our end refuses, each as the first FPDU.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_refused_segments() {
+    watch_panics();
+    // A Read Response with no Read outstanding: RDMAP remote operation
+    // 0x06 (unexpected opcode).
+    let mut rr = write(0x0000_0100, 0, &[1; 8]);
+    rr[1] = 0x42;
+    refused(
+        &rr,
+        "0206 c000 0016 c142 00000100 0000000000000000",
+        &[1, 2],
+    )
+    .await;
+    // A ULPDU shorter than a DDP header: DDP local catastrophic, no copy.
+    refused(&hex("4143 0000"), "1000 0000", &[1, 2]).await;
+    // A Send with Invalidate naming an STag that does not exist: RDMAP
+    // remote operation 0x09 (cannot invalidate); the receive it filled
+    // completes with a remote invalidate error.
+    {
+        let (_pd, _inbox, opts) = server_side();
+        let (mut raw, qp) = raw_initiator(Config::default(), true, opts).await;
+        let mut si = send(1, b"bye");
+        si[1] = 0x44;
+        si[2..6].copy_from_slice(&0xdead_be00u32.to_be_bytes());
+        raw.send_ulpdu(&si).await;
+        let payload = "0209 c000 0015 4144 deadbe00 00000000 00000001 00000000";
+        expect_terminate(&mut raw, &terminate(&hex(payload))).await;
+        within("closed", qp.closed()).await;
+        let c = next_recv(&qp).await;
+        assert_eq!(
+            (c.wr_id, c.status),
+            (1, CompletionStatus::RemoteInvalidateError)
+        );
+        let c = next_recv(&qp).await;
+        assert_eq!((c.wr_id, c.status), (2, CompletionStatus::FlushError));
+    }
+    assert_no_panics();
+}
+
+/// RFC 5041 §5.2: the STag and TO of a zero-length tagged segment are not
+/// checked, so a zero-length Write to a made-up STag is harmless, and a
+/// Send after it is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_length_write_is_not_checked() {
+    watch_panics();
+    let (_pd, inbox, opts) = server_side();
+    let (mut raw, qp) = raw_initiator(Config::default(), true, opts).await;
+    raw.send_ulpdu(&write(0xdead_be00, u64::MAX, b"")).await;
+    raw.send_ulpdu(&send(1, b"still here")).await;
+    assert_recv(&next_recv(&qp).await, 1, 10);
+    assert_eq!(&inbox.to_vec()[..10], b"still here");
+    assert_eq!(qp.state(), QpState::ReadyToSend);
+    assert_eq!(qp.error(), None);
+    assert_no_panics();
+}
+
+/// Requests our listener cannot take: each is closed without an answer
+/// and never offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unacceptable_requests() {
+    watch_panics();
+    let mut listener = Listener::bind("127.0.0.1:0", Config::default())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let key = b"MPA ID Req Frame";
+    let mut too_long = key.to_vec();
+    too_long.extend(hex("0001 0201"));
+    too_long.extend([0u8; 513]);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        // Revision 3: unknown.
+        ("revision 3", [&key[..], &hex("0003 0000")].concat()),
+        // PD_Length 513 at revision 1, whose limit is 512.
+        ("private data too long", too_long),
+        // A Reply where the Request belongs.
+        (
+            "a Reply",
+            [&b"MPA ID Rep Frame"[..], &hex("0001 0000")].concat(),
+        ),
+        // Enhanced flag with PD_Length 2.
+        (
+            "enhanced data missing",
+            [&key[..], &hex("1002 0002 0010")].concat(),
+        ),
+    ];
+    for (what, request) in &cases {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(request).await.unwrap();
+        // RFC 5044 §7.1.2 rules 5 and 9 and siw alike: no answer, a close.
+        assert_eq!(drain_to_end(&mut s).await, b"", "{what}");
+    }
+    // None was offered: the first request the listener yields is this.
+    let good = tokio::spawn(async move {
+        connect(
+            addr,
+            &Config::default(),
+            QpOptions::new(ProtectionDomain::new()),
+            b"good",
+        )
+        .await
+    });
+    let req = within("accept", listener.accept()).await.unwrap();
+    assert_eq!(req.private_data(), b"good");
+    drop(req);
+    let _ = within("connect", good).await.unwrap();
     assert_no_panics();
 }
