@@ -874,3 +874,36 @@ async fn unacceptable_requests() {
     let _ = within("connect", good).await.unwrap();
     assert_no_panics();
 }
+
+/// More Read Requests at once than the IRD our end offered: the one too
+/// many finds no "buffer" on queue 1 (DDP untagged 0x02), and the
+/// Terminate goes out before any Read Response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_requests_beyond_the_ird() {
+    watch_panics();
+    let (pd, _inbox, opts) = server_side();
+    let source = pd.register(vec![9; 4096], Access::REMOTE_READ).unwrap();
+    let cfg = Config::default().ird_ord(4, 4);
+    let (mut raw, qp) = raw_initiator(cfg, true, opts).await;
+    // Five requests in one write: the engine takes them all in one turn,
+    // before anything is sent.
+    let mut burst = Vec::new();
+    let mut last = Vec::new();
+    for msn in 1..=5u32 {
+        let mut rr = hex("4141 00000000 00000001");
+        rr.extend(msn.to_be_bytes());
+        rr.extend(0u32.to_be_bytes());
+        rr.extend(hex("11223300 0000000000000000 00001000"));
+        rr.extend(source.stag().0.to_be_bytes());
+        rr.extend(0u64.to_be_bytes());
+        burst.extend(raw.frame(&rr));
+        last = rr;
+    }
+    raw.stream.write_all(&burst).await.unwrap();
+    // M, D and R: the segment length, the DDP header and the Read Request.
+    let mut payload = hex("1202 e000 002e");
+    payload.extend(&last);
+    expect_terminate(&mut raw, &terminate(&payload)).await;
+    expect_end(&qp, &[1, 2]).await;
+    assert_no_panics();
+}
