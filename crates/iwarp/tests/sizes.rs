@@ -113,6 +113,16 @@ async fn sweep(client_cfg: Config, server_cfg: Config, sizes: &[usize], boundari
     for (i, &len) in sizes.iter().enumerate() {
         one_size(&client, &server, &r, len, 2 * i as u64).await;
     }
+    if max >= 1 << 20 {
+        // Large payloads go mostly straight from the socket into place
+        // (DESIGN.md, "Receive path"): the server's for the Send and the
+        // Write, the client's for the Read. A loose bound: headers and
+        // short tails are staged.
+        for qp in [&client, &server] {
+            let stats = qp.stats();
+            assert!(stats.octets_placed_directly > max as u64 / 2, "{stats:?}");
+        }
+    }
     within("disconnect", client.disconnect()).await.unwrap();
 }
 
