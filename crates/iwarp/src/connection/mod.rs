@@ -24,7 +24,8 @@ use tokio::sync::{oneshot, Notify};
 
 use iwarp_proto::mpa::LlpErrorCode;
 use iwarp_proto::rdmap::{
-    self, Completion, CompletionOpcode, Event, ProtocolError, QpState, Sge, TerminateMessage,
+    self, Completion, CompletionOpcode, CompletionStatus, Event, ProtocolError, QpState, Sge,
+    TerminateMessage,
 };
 
 use crate::cq::CompletionQueue;
@@ -269,12 +270,26 @@ impl Shared {
                 Event::StateChanged(_) => {}
             }
         }
-        if inner.tx.is_pending() {
+        // A batch still partly unwritten once the write side is closed
+        // never will be: hold nothing back for it.
+        let unwritten = inner.tx.is_pending();
+        if unwritten && !inner.write_closed {
             // RFC 5041 §5.4 via the engine: a send completes when the LLP
             // has its last segment; ours is still partly in our hands.
             return;
         }
-        while let Some(c) = inner.qp.poll_completion() {
+        while let Some(mut c) = inner.qp.poll_completion() {
+            if unwritten
+                && c.status == CompletionStatus::Success
+                && matches!(
+                    c.opcode,
+                    CompletionOpcode::Send | CompletionOpcode::RdmaWrite
+                )
+            {
+                // The engine completed it when it handed out the last
+                // segment, which may be in the batch that never went out.
+                c.status = CompletionStatus::FatalError;
+            }
             if c.wr_id & INTERNAL_WR != 0 {
                 if let Some(waiter) = inner.waiters.remove(&c.wr_id) {
                     let _ = waiter.send(c);
@@ -325,6 +340,17 @@ impl Shared {
         }
         self.tx_wake.notify_one();
         if inner.reader_done && inner.writer_done {
+            // Nothing more can be sent or received: close, so that the
+            // peer is not left waiting on a half-open connection (it
+            // closed first, the connection was lost or timed out, or a
+            // held Terminate could never go out).
+            if !inner.write_closed {
+                self.close_socket(inner);
+            }
+            // The engine learns that the stream is closed: a Terminate
+            // still waiting (held by rule 4) will never be sent, and the
+            // state moves on from Terminate to Error.
+            inner.qp.handle_llp_closed();
             // Nothing can complete any more: what is left is flushed.
             self.drain(inner);
             for (_, w) in inner.waiters.drain() {
@@ -429,16 +455,25 @@ async fn reader(shared: Arc<Shared>) {
 /// be more to read at once; `Ok(false)`: the socket is empty.
 fn read_turn(inner: &mut Inner, stream: &TcpStream) -> Result<bool, RxEnd> {
     for _ in 0..READS_PER_TURN {
-        inner.rx.feed_staged(&mut inner.qp)?;
-        if inner.tx.framer().is_held() && inner.rx.deframer.pdus_received() > 0 {
-            inner.tx.release();
-        }
+        feed(inner)?;
         if !inner.rx.read(&mut inner.qp, stream)? {
             return Ok(false);
         }
     }
-    inner.rx.feed_staged(&mut inner.qp)?;
+    feed(inner)?;
     Ok(true)
+}
+
+/// Feeds the staged octets, and lifts the responder's hold once the
+/// framing layer has validated a PDU (RFC 5044 §7.1.2 rule 4). The hold
+/// is lifted even when the engine refused that PDU's contents: the
+/// Terminate it queued must go out, and the framing did validate the PDU.
+fn feed(inner: &mut Inner) -> Result<(), RxEnd> {
+    let fed = inner.rx.feed_staged(&mut inner.qp);
+    if inner.tx.framer().is_held() && inner.rx.deframer.pdus_received() > 0 {
+        inner.tx.release();
+    }
+    fed
 }
 
 /// The writer task: waits for the socket to drain when a write could not
