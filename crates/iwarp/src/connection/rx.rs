@@ -29,9 +29,13 @@ pub(crate) const STAGING_LEN: usize = 64 * 1024;
 /// Payload octets left in an FPDU from which a direct read pays off.
 pub(crate) const DIRECT_MIN: usize = 2048;
 /// Staging octets read after a direct read, and at the start of an FPDU
-/// when the last one was large: enough for a CRC, a marker and the next
-/// MPA and DDP headers, so that the next payload can be read directly.
-const TAIL_LEN: usize = 64;
+/// while large ones arrive: enough for the CRC, markers and the next MPA
+/// and DDP headers, so that the next payload can be read directly, plus
+/// some of that payload. A system call costs more than copying a few KiB:
+/// on a 2-core VM's loopback, 64 octets here gave 2.4 to 3.3 GiB/s of
+/// 64 KiB RDMA Writes, 4 KiB gave 3.6 to 3.8 (16 KiB: 3.7 to 3.9, copying
+/// more), while staged reads alone gave 3.7 to 3.8 with every octet copied.
+const TAIL_LEN: usize = 4096;
 /// Markers one direct read can cover: 64 KiB of payload at most.
 const MAX_MARKERS: usize = 130;
 
