@@ -30,6 +30,18 @@ pub trait UlpduSink {
     /// an empty piece is never passed.
     fn ulpdu_data(&mut self, bytes: &[u8]) -> Result<(), Self::Error>;
 
+    /// Several consecutive pieces of the current ULPDU at once, in order:
+    /// what a framing layer with markers passes, the runs between the
+    /// markers of one received buffer, so that the sink can place them in
+    /// one go. The default passes them one by one to
+    /// [`UlpduSink::ulpdu_data`].
+    fn ulpdu_data_vectored(&mut self, pieces: &[&[u8]]) -> Result<(), Self::Error> {
+        for piece in pieces {
+            self.ulpdu_data(piece)?;
+        }
+        Ok(())
+    }
+
     /// The current ULPDU is complete and passed every framing check (CRC
     /// included): it may be delivered.
     fn ulpdu_end(&mut self) -> Result<(), Self::Error>;

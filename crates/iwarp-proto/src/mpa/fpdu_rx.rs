@@ -32,6 +32,10 @@ use super::marker::{self, MARKER_LEN};
 use super::FramingParams;
 use crate::framing::{FeedError, UlpduSink};
 
+/// Runs handed to the sink in one call at most: 64 KiB of ULPDU octets
+/// between markers.
+const GATHER: usize = 130;
+
 /// What the receiver expects next in the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -399,15 +403,54 @@ impl FpduReceiver {
             }
             match self.next() {
                 Next::Failed => return Ok(used),
-                Next::Ulpdu { run, .. } => {
-                    let n = run.min(input.len() - used);
-                    if n == 0 {
+                Next::Ulpdu { .. } => {
+                    // Gather the runs between the markers of this input
+                    // into one call, so that the sink places them at once.
+                    let mut pieces: [&[u8]; GATHER] = [&[]; GATHER];
+                    let mut count = 0;
+                    // A bad marker ends the gathering; what came before it
+                    // still goes to the sink, as it would piece by piece.
+                    let mut error = None;
+                    while count < GATHER {
+                        match self.next() {
+                            Next::Ulpdu { run, .. } => {
+                                let n = run.min(input.len() - used);
+                                if n == 0 {
+                                    break;
+                                }
+                                let bytes = &input[used..used + n];
+                                // Within the run `next` allowed: cannot fail.
+                                if let Err(e) = self.push_ulpdu(bytes) {
+                                    error = Some(e);
+                                    break;
+                                }
+                                used += n;
+                                pieces[count] = bytes;
+                                count += 1;
+                            }
+                            Next::Framing if self.inside_ulpdu() && used < input.len() => {
+                                // A marker inside the ULPDU: no event.
+                                match self.push_framing(&input[used..]) {
+                                    Ok((n, _)) => used += n,
+                                    Err(e) => {
+                                        error = Some(e);
+                                        break;
+                                    }
+                                }
+                            }
+                            _ => break,
+                        }
+                    }
+                    if count > 0 {
+                        sink.ulpdu_data_vectored(&pieces[..count])
+                            .map_err(FeedError::Sink)?;
+                    }
+                    if let Some(e) = error {
+                        return Err(FeedError::Framing(e));
+                    }
+                    if count == 0 && used == input.len() {
                         return Ok(used);
                     }
-                    let bytes = &input[used..used + n];
-                    self.push_ulpdu(bytes).map_err(FeedError::Framing)?;
-                    used += n;
-                    sink.ulpdu_data(bytes).map_err(FeedError::Sink)?;
                 }
                 Next::Framing => {
                     if used == input.len() {
@@ -429,6 +472,12 @@ impl FpduReceiver {
                 }
             }
         }
+    }
+
+    /// Whether ULPDU octets are still to come in the current FPDU (a marker
+    /// read now falls inside the ULPDU).
+    fn inside_ulpdu(&self) -> bool {
+        matches!(self.field, Field::Ulpdu { remaining } if remaining > 0)
     }
 
     /// A new FPDU starts at the current offset.

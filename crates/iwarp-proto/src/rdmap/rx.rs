@@ -690,6 +690,40 @@ impl UlpduSink for QueuePair {
         Ok(())
     }
 
+    fn ulpdu_data_vectored(&mut self, pieces: &[&[u8]]) -> Result<(), ProtocolError> {
+        // Headers go piece by piece; once a region target is set, the rest
+        // is placed under one hold of the region's locks.
+        let mut rest = pieces;
+        while let [first, tail @ ..] = rest {
+            if self.rx.phase == Phase::Payload && matches!(self.rx.target, Target::Region { .. }) {
+                break;
+            }
+            self.ulpdu_data(first)?;
+            rest = tail;
+        }
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let total: usize = rest.iter().map(|p| p.len()).sum();
+        self.rx.consumed += total;
+        if let Target::Region { slice, at } = &mut self.rx.target {
+            let n = total.min(slice.len() - *at);
+            let placed = slice.write_with(*at, n, |dst| {
+                let mut off = 0;
+                for p in rest {
+                    let k = p.len().min(n - off);
+                    dst[off..off + k].copy_from_slice(&p[..k]);
+                    off += k;
+                }
+            });
+            match placed {
+                Ok(()) => *at += n,
+                Err(v) => self.placement_failed(v),
+            }
+        }
+        Ok(())
+    }
+
     fn ulpdu_data(&mut self, mut bytes: &[u8]) -> Result<(), ProtocolError> {
         if self.rx.phase == Phase::Stopped || self.rx.phase == Phase::Idle {
             return Ok(());
