@@ -32,9 +32,10 @@ use super::marker::{self, MARKER_LEN};
 use super::FramingParams;
 use crate::framing::{FeedError, UlpduSink};
 
-/// Runs handed to the sink in one call at most: 64 KiB of ULPDU octets
-/// between markers.
-const GATHER: usize = 130;
+/// Runs between markers handed to the sink in one call at most (8 KiB of
+/// ULPDU octets): enough to amortise the sink's per-call cost, small
+/// enough that the array costs little for a small ULPDU.
+const GATHER: usize = 16;
 
 /// What the receiver expects next in the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,6 +404,17 @@ impl FpduReceiver {
             }
             match self.next() {
                 Next::Failed => return Ok(used),
+                Next::Ulpdu { run, .. } if !self.markers => {
+                    // Without markers the ULPDU is one run.
+                    let n = run.min(input.len() - used);
+                    if n == 0 {
+                        return Ok(used);
+                    }
+                    let bytes = &input[used..used + n];
+                    self.push_ulpdu(bytes).map_err(FeedError::Framing)?;
+                    used += n;
+                    sink.ulpdu_data(bytes).map_err(FeedError::Sink)?;
+                }
                 Next::Ulpdu { .. } => {
                     // Gather the runs between the markers of this input
                     // into one call, so that the sink places them at once.
