@@ -26,7 +26,6 @@ use iwarp_proto::ift::{
     self, IftParams, IftReceiver, IftTransmitter, Negotiation, NegotiationError, Status,
 };
 use iwarp_proto::memory::StreamId;
-use iwarp_proto::mpa::mulpdu::{mulpdu, MAX_ULPDU, MIN_MULPDU};
 use iwarp_proto::mpa::startup::{
     Established, Event, ImmediateStart, Initiator, IrdOrd, PeerRequest, Responder, Revision, Role,
     StartupMachine,
@@ -189,18 +188,6 @@ async fn negotiate_ift(
     }
 }
 
-/// The MULPDU under IFT: a frame (6-octet IFT header, DDP header and
-/// payload, the CRCs in use, worst-case markers) fits the EMSS. IFT has no
-/// padding.
-fn ift_mulpdu(emss: usize, tx: &ift::TxParams) -> usize {
-    let crcs = 4 * (usize::from(tx.header_crc) + usize::from(tx.payload_crc));
-    let markers = tx
-        .markers
-        .map_or(0, |i| 4 * emss.div_ceil(usize::from(i.get()).max(1)));
-    emss.saturating_sub(6 + crcs + markers)
-        .clamp(MIN_MULPDU, MAX_ULPDU)
-}
-
 /// The outcome of the immediate-start profile, which has no exchange.
 fn immediate(role: Role) -> Established {
     match ImmediateStart::new(role).poll_event() {
@@ -293,7 +280,7 @@ fn start(
                 rtr: established.rtr,
                 peer_private_data: established.private_data,
                 emss,
-                mulpdu: mulpdu(emss, framing.send_markers),
+                mulpdu: 0,
                 ift: None,
             };
             (
@@ -319,7 +306,7 @@ fn start(
                 rtr: None,
                 peer_private_data: Vec::new(),
                 emss,
-                mulpdu: ift_mulpdu(emss, &params.tx),
+                mulpdu: 0,
                 ift: Some(params),
             };
             (
@@ -329,6 +316,8 @@ fn start(
             )
         }
     };
+    let mut info = info;
+    info.mulpdu = framer.mulpdu(emss);
     let mut engine = QueuePairConfig::new(qp.pd.id, next_stream_id());
     engine.send_queue_depth = config.send_queue_depth;
     engine.recv_queue_depth = config.recv_queue_depth;

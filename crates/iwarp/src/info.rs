@@ -24,8 +24,9 @@ pub struct ConnectionInfo {
     pub rtr: Option<RtrType>,
     /// The peer's private data (without revision 2's enhanced octets).
     pub peer_private_data: Vec<u8>,
-    /// The effective maximum segment size TCP reported.
+    /// The effective maximum segment size TCP reported at setup (it may
+    /// grow later: see [`crate::QpStats`]).
     pub emss: usize,
-    /// The largest DDP segment this end sends (RFC 5044 MULPDU).
+    /// The largest DDP segment this end sent at first (RFC 5044 MULPDU).
     pub mulpdu: usize,
 }

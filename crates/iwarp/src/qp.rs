@@ -58,6 +58,11 @@ pub struct QpStats {
     /// The peer's RDMA Writes into, and Reads from, this end's memory:
     /// one-sided operations leave no completion here, only these counts.
     pub one_sided: OneSidedCounters,
+    /// The EMSS as last read from the socket (it grows as a connection
+    /// warms up) and the MULPDU that follows it.
+    pub emss: usize,
+    /// The largest DDP segment this end sends now.
+    pub mulpdu: usize,
 }
 
 impl QueuePair {
@@ -110,7 +115,10 @@ impl QueuePair {
     pub fn stats(&self) -> QpStats {
         let inner = self.shared().lock();
         let (sent, received, direct) = inner.octets();
+        let (mulpdu, emss) = inner.mulpdu();
         QpStats {
+            emss,
+            mulpdu,
             octets_sent: sent,
             octets_received: received,
             octets_placed_directly: direct,

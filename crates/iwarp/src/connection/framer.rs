@@ -12,6 +12,7 @@ use arrayvec::ArrayVec;
 
 use iwarp_proto::framing::{FeedError, WireBatch};
 use iwarp_proto::ift::{IftReceiver, IftRxError, IftTransmitter, PayloadLayout};
+use iwarp_proto::mpa::mulpdu::{mulpdu, MAX_ULPDU, MIN_MULPDU};
 use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, LlpErrorCode, MpaError, Span, UlpduLayout};
 use iwarp_proto::rdmap::QueuePair;
 
@@ -52,6 +53,26 @@ impl Framer {
     pub(crate) fn release(&mut self) {
         if let Self::Mpa(t) = self {
             t.release();
+        }
+    }
+
+    /// The largest DDP segment that fits one TCP segment of `emss` octets
+    /// under this framing.
+    pub(crate) fn mulpdu(&self, emss: usize) -> usize {
+        match self {
+            // draft-ietf-rddp-mpa-01 §5.3.2.
+            Self::Mpa(t) => mulpdu(emss, t.markers()),
+            // IFT: 6-octet header, the CRCs in use, worst-case markers; no
+            // padding.
+            Self::Ift(t) => {
+                let tx = t.params();
+                let crcs = 4 * (usize::from(tx.header_crc) + usize::from(tx.payload_crc));
+                let markers = tx
+                    .markers
+                    .map_or(0, |i| 4 * emss.div_ceil(usize::from(i.get()).max(1)));
+                emss.saturating_sub(6 + crcs + markers)
+                    .clamp(MIN_MULPDU, MAX_ULPDU)
+            }
         }
     }
 

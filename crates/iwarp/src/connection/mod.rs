@@ -161,7 +161,7 @@ impl Shared {
         let shared = Arc::new(Self {
             inner: Mutex::new(Inner {
                 qp,
-                tx: TxPath::new(s.framer),
+                tx: TxPath::new(s.framer, s.info.emss),
                 rx: RxPath::new(s.deframer, s.leftover),
                 waiters: HashMap::new(),
                 next_internal,
@@ -387,6 +387,11 @@ impl Inner {
             self.close_after_flush,
             self.error
         )
+    }
+
+    /// The MULPDU in force and the EMSS it follows.
+    pub(crate) fn mulpdu(&self) -> (usize, usize) {
+        (self.qp.mulpdu(), self.tx.emss)
     }
 
     /// Octets written and read, and payload octets placed directly.

@@ -25,6 +25,10 @@ use super::framer::Framer;
 pub(crate) const MAX_BATCH_OCTETS: usize = 256 * 1024;
 /// ULPDUs gathered into one batch at most.
 pub(crate) const MAX_BATCH_ULPDUS: usize = 32;
+/// Octets written before the EMSS is first read again, and the longest
+/// interval between two reads.
+const EMSS_FIRST_CHECK: u64 = 64 * 1024;
+const EMSS_CHECK_MAX: u64 = 16 << 20;
 /// Slices handed to one vectored write at most (Linux's `IOV_MAX` is 1024).
 const MAX_IOV: usize = 1024;
 
@@ -49,16 +53,41 @@ pub(crate) struct TxPath {
     written: usize,
     /// Octets written over the connection's life.
     pub(crate) octets: u64,
+    /// When `octets` reaches this, the EMSS is read again.
+    emss_check_at: u64,
+    /// The EMSS the current MULPDU was computed from.
+    pub(crate) emss: usize,
 }
 
 impl TxPath {
-    pub(crate) fn new(framer: Framer) -> Self {
+    pub(crate) fn new(framer: Framer, emss: usize) -> Self {
         Self {
             framer,
             batch: WireBatch::new(),
             pending: Vec::with_capacity(MAX_BATCH_ULPDUS),
             written: 0,
             octets: 0,
+            emss_check_at: EMSS_FIRST_CHECK,
+            emss,
+        }
+    }
+
+    /// Reads the EMSS again once enough has been written, and follows it
+    /// with the MULPDU (draft-ietf-rddp-mpa-01 §5.3.2: "If the TCP
+    /// implementation needs to adjust EMSS…, the MULPDU value is changed
+    /// accordingly"). Linux starts a connection with the MSS bounded by
+    /// half the peer's window and raises it as the window opens (loopback:
+    /// 32741, then 65483 after about 1 MiB), so checks come at doubling
+    /// intervals, then every 16 MiB.
+    fn follow_emss(&mut self, qp: &mut QueuePair, stream: &TcpStream) {
+        if self.octets < self.emss_check_at {
+            return;
+        }
+        self.emss_check_at = (self.octets * 2).min(self.octets + EMSS_CHECK_MAX);
+        let emss = crate::socket::emss(stream);
+        if emss != self.emss {
+            self.emss = emss;
+            qp.set_mulpdu(self.framer.mulpdu(emss));
         }
     }
 
@@ -81,7 +110,7 @@ impl TxPath {
     /// socket is full.
     pub(crate) fn flush(&mut self, qp: &mut QueuePair, stream: &TcpStream) -> Flush {
         loop {
-            if self.pending.is_empty() && !self.gather(qp) {
+            if self.pending.is_empty() && !self.gather(qp, stream) {
                 return Flush::Idle;
             }
             match self.write_pending(qp, stream) {
@@ -94,10 +123,11 @@ impl TxPath {
 
     /// Takes a batch of segments from the engine and frames it. Returns
     /// false when there is nothing to send.
-    fn gather(&mut self, qp: &mut QueuePair) -> bool {
+    fn gather(&mut self, qp: &mut QueuePair, stream: &TcpStream) -> bool {
         if self.framer.is_held() {
             return false;
         }
+        self.follow_emss(qp, stream);
         let mut octets = 0;
         while self.pending.len() < MAX_BATCH_ULPDUS && octets < MAX_BATCH_OCTETS {
             let Some(t) = qp.poll_transmit() else { break };
@@ -126,7 +156,7 @@ impl TxPath {
             self.pending.truncate(framed);
             qp.abort_transmit();
             if self.pending.is_empty() {
-                return self.gather(qp);
+                return self.gather(qp, stream);
             }
         }
         true
