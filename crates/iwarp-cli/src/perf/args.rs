@@ -89,7 +89,7 @@ pub struct PerfArgs {
     #[arg(long, conflicts_with_all = ["connect", "baseline", "json", "report_gbits"])]
     pub server: bool,
 
-    /// Run against a server at HOST[:PORT] instead of in-process loopback.
+    /// Run against a server at HOST or HOST:PORT instead of in-process loopback.
     #[arg(long, value_name = "HOST:PORT")]
     pub connect: Option<String>,
 

@@ -10,7 +10,7 @@
 //! * latency: one operation at a time, each timed with a monotonic clock (`Instant`).
 //!
 //! Meanwhile this task samples the completed-octet counter every
-//! [`SAMPLE_INTERVAL`](super::stats::SAMPLE_INTERVAL) for peak bandwidth and watches for
+//! [`SAMPLE_INTERVAL`] for peak bandwidth and watches for
 //! stalls: if nothing completes for [`STALL_TIMEOUT`], the phase fails instead of hanging.
 
 use std::sync::Arc;

@@ -149,9 +149,9 @@ pub struct TaggedHeader {
 pub struct UntaggedHeader {
     /// L flag.
     pub last: bool,
-    /// RsvdULP[0:7]: the RDMAP control octet.
+    /// RsvdULP\[0:7\]: the RDMAP control octet.
     pub rsvd_ulp: u8,
-    /// RsvdULP[8:39]: RDMAP's Invalidate STag, or zero.
+    /// RsvdULP\[8:39\]: RDMAP's Invalidate STag, or zero.
     pub rsvd_ulp_word: u32,
     /// Queue number.
     pub qn: u32,
