@@ -4,7 +4,7 @@
 //! * [`perf`]: perftest-style bandwidth and latency tests, iWARP and a plain-TCP baseline.
 //! * [`ping`]: the rping connectivity test, wire-compatible with rdma-core's `rping`.
 //!
-//! `decode` (capture decoder) will sit beside them.
+//! A capture decoder (`decode`) is planned but not written.
 
 #![forbid(unsafe_code)]
 

@@ -25,7 +25,7 @@ enum Command {
     /// The rping connectivity test, wire-compatible with rdma-core's rping in both roles:
     /// --server (rping -s) or --connect HOST (rping -c -a HOST).
     Ping(PingArgs),
-    // `Decode` (capture decoder) goes here.
+    // A capture decoder (`decode`) is planned and would go here.
 }
 
 fn main() -> ExitCode {
