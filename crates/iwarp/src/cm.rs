@@ -63,6 +63,11 @@ pub async fn connect(
     qp: QpOptions,
     private_data: &[u8],
 ) -> Result<QueuePair, Error> {
+    if config.framing != Framing::Mpa && !private_data.is_empty() {
+        return Err(Error::Config(
+            "only MPA startup frames carry private data".into(),
+        ));
+    }
     let mut last = None;
     for a in lookup_host(addr).await? {
         match tokio::time::timeout(config.connect_timeout, TcpStream::connect(a)).await {
@@ -344,6 +349,7 @@ fn start(
         recv_cq: qp.recv_cq,
         initial_recvs: qp.initial_recvs,
         idle_timeout: config.idle_timeout,
+        disconnect_timeout: config.disconnect_timeout,
     })?;
     Ok(QueuePair::new(shared))
 }

@@ -49,8 +49,14 @@ pub struct Config {
     /// How long a TCP connection attempt may take.
     pub connect_timeout: Duration,
     /// If set, a connection on which nothing arrives for this long is
-    /// considered lost (iWARP itself has no keepalive).
+    /// considered lost (iWARP itself has no keepalive). Only received
+    /// octets count: a healthy peer with nothing to send looks the same as
+    /// a dead one, so set it only where the application keeps traffic
+    /// flowing. Off by default.
     pub idle_timeout: Option<Duration>,
+    /// How long [`QueuePair::disconnect`](crate::QueuePair::disconnect)
+    /// waits for the peer to close its side before closing abruptly.
+    pub disconnect_timeout: Duration,
     /// Disable Nagle's algorithm, so that segments start with FPDUs
     /// (RFC 5044 §5.1); on by default, as in Linux `siw`.
     pub nodelay: bool,
@@ -68,6 +74,7 @@ impl Default for Config {
             ift: IftConfig::new(0),
             connect_timeout: Duration::from_secs(10),
             idle_timeout: None,
+            disconnect_timeout: Duration::from_secs(5),
             nodelay: true,
             send_queue_depth: 1024,
             recv_queue_depth: 1024,

@@ -48,7 +48,8 @@ pub use memory::{
 pub use qp::{QpStats, QueuePair};
 
 pub use iwarp_proto::mpa::startup::{
-    CrcPolicy, IrdOrd, Revision, Role, RtrType, RtrTypes, StartupConfig,
+    Awaiting, CrcPolicy, FrameKind, IrdOrd, Revision, Role, RtrType, RtrTypes, StartupConfig,
+    StartupError,
 };
 pub use iwarp_proto::mpa::FramingParams;
 pub use iwarp_proto::rdmap::{OneSidedCounters, QpState, SendFlags, Sge};

@@ -8,7 +8,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -21,9 +20,6 @@ use crate::cq::CompletionQueue;
 use crate::error::Error;
 use crate::info::ConnectionInfo;
 use crate::memory::RemoteKey;
-
-/// How long [`QueuePair::disconnect`] waits for the peer to close its side.
-const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Drops the connection when the last user handle goes.
 #[derive(Debug)]
@@ -209,10 +205,12 @@ impl QueuePair {
 
     /// Closes the connection gracefully: work already posted finishes (and
     /// completes), nothing new is accepted, then both ends close. Waits up
-    /// to 5 seconds for the peer to close its side, then closes abruptly.
+    /// to [`Config::disconnect_timeout`](crate::Config::disconnect_timeout)
+    /// (5 s by default) for the peer to close its side, then closes
+    /// abruptly.
     pub async fn disconnect(&self) -> Result<(), Error> {
         self.shared().close();
-        if tokio::time::timeout(DISCONNECT_TIMEOUT, self.shared().closed())
+        if tokio::time::timeout(self.shared().disconnect_timeout, self.shared().closed())
             .await
             .is_err()
         {

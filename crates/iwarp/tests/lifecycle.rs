@@ -262,6 +262,8 @@ async fn graceful_disconnect_finishes_queued_work_first() {
     // A graceful close, not the abortive fallback after the peer failed
     // to close its side.
     assert_eq!(client.state(), QpState::Closed);
+    // The side that asked for the close says so; the other saw its peer close.
+    assert_eq!(client.error(), Some(ConnectionError::LocallyClosed));
     for i in 0..3 * N as u64 {
         let c = client.send_cq().poll().expect("a completion per request");
         assert_eq!((c.wr_id, c.status), (i, CompletionStatus::Success), "{c:?}");

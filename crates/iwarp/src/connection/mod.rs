@@ -83,6 +83,8 @@ pub(crate) struct Shared {
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
     idle_timeout: Option<std::time::Duration>,
+    /// How long a graceful close waits for the peer.
+    pub(crate) disconnect_timeout: std::time::Duration,
 }
 
 #[derive(Debug)]
@@ -103,6 +105,8 @@ pub(crate) struct Inner {
     writer_done: bool,
     /// Every user handle is gone.
     abandoned: bool,
+    /// This end asked for the graceful close.
+    closing_locally: bool,
 }
 
 /// How the connection was set up, for [`Shared::start`].
@@ -125,6 +129,7 @@ pub(crate) struct Startup<'a> {
     pub(crate) initial_recvs: Vec<(u64, Sge)>,
     /// Nothing received for this long: the connection is lost.
     pub(crate) idle_timeout: Option<std::time::Duration>,
+    pub(crate) disconnect_timeout: std::time::Duration,
 }
 
 impl Shared {
@@ -172,6 +177,7 @@ impl Shared {
                 reader_done: false,
                 writer_done: false,
                 abandoned: false,
+                closing_locally: false,
             }),
             stream: s.stream,
             tx_wake: Notify::new(),
@@ -182,6 +188,7 @@ impl Shared {
             peer,
             local,
             idle_timeout: s.idle_timeout,
+            disconnect_timeout: s.disconnect_timeout,
         });
         tokio::spawn(reader(shared.clone()));
         tokio::spawn(writer(shared.clone()));
@@ -329,7 +336,10 @@ impl Shared {
 
     /// Starts a graceful close.
     pub(crate) fn close(&self) {
-        self.with_engine(|inner| inner.qp.close());
+        self.with_engine(|inner| {
+            inner.closing_locally = true;
+            inner.qp.close();
+        });
     }
 
     fn task_done(&self, inner: &mut Inner, reader: bool) {
@@ -437,7 +447,11 @@ async fn reader(shared: Arc<Shared>) {
     let inner = &mut *guard;
     match &end {
         RxEnd::Closed => {
-            inner.note(ConnectionError::PeerClosed);
+            inner.note(if inner.closing_locally {
+                ConnectionError::LocallyClosed
+            } else {
+                ConnectionError::PeerClosed
+            });
             inner.qp.handle_llp_closed();
         }
         RxEnd::Lost(e) => {
