@@ -107,6 +107,8 @@ pub(crate) struct Inner {
     abandoned: bool,
     /// This end asked for the graceful close.
     closing_locally: bool,
+    /// Send-queue completions waiting for a partly written batch.
+    held: std::collections::VecDeque<Completion>,
 }
 
 /// How the connection was set up, for [`Shared::start`].
@@ -178,6 +180,7 @@ impl Shared {
                 writer_done: false,
                 abandoned: false,
                 closing_locally: false,
+                held: std::collections::VecDeque::with_capacity(64),
             }),
             stream: s.stream,
             tx_wake: Notify::new(),
@@ -280,33 +283,50 @@ impl Shared {
         // A batch still partly unwritten once the write side is closed
         // never will be: hold nothing back for it.
         let unwritten = inner.tx.is_pending();
-        if unwritten && !inner.write_closed {
-            // RFC 5041 §5.4 via the engine: a send completes when the LLP
-            // has its last segment; ours is still partly in our hands.
+        let holding = unwritten && !inner.write_closed;
+        if !holding {
+            // Completions held while a batch was being written go first,
+            // in their order.
+            while let Some(c) = inner.held.pop_front() {
+                self.deliver(inner, c, unwritten);
+            }
+        }
+        while let Some(c) = inner.qp.poll_completion() {
+            // RFC 5041 §5.4 via the engine: a send-queue request completes
+            // when the LLP has its last segment; while a batch is partly
+            // written ours may not have it yet, so send-queue completions
+            // wait (all of them, Reads too: they complete in posting
+            // order). Receives owe nothing to the batch and go at once.
+            if holding && c.opcode != CompletionOpcode::Recv {
+                inner.held.push_back(c);
+            } else {
+                self.deliver(inner, c, unwritten);
+            }
+        }
+    }
+
+    /// Hands one completion to its waiter or queue.
+    fn deliver(&self, inner: &mut Inner, mut c: Completion, unwritten: bool) {
+        if unwritten
+            && c.status == CompletionStatus::Success
+            && matches!(
+                c.opcode,
+                CompletionOpcode::Send | CompletionOpcode::RdmaWrite
+            )
+        {
+            // The engine completed it when it handed out the last segment,
+            // which may be in the batch that never went out.
+            c.status = CompletionStatus::FatalError;
+        }
+        if c.wr_id & INTERNAL_WR != 0 {
+            if let Some(waiter) = inner.waiters.remove(&c.wr_id) {
+                let _ = waiter.send(c);
+            }
             return;
         }
-        while let Some(mut c) = inner.qp.poll_completion() {
-            if unwritten
-                && c.status == CompletionStatus::Success
-                && matches!(
-                    c.opcode,
-                    CompletionOpcode::Send | CompletionOpcode::RdmaWrite
-                )
-            {
-                // The engine completed it when it handed out the last
-                // segment, which may be in the batch that never went out.
-                c.status = CompletionStatus::FatalError;
-            }
-            if c.wr_id & INTERNAL_WR != 0 {
-                if let Some(waiter) = inner.waiters.remove(&c.wr_id) {
-                    let _ = waiter.send(c);
-                }
-                continue;
-            }
-            match c.opcode {
-                CompletionOpcode::Recv => self.recv_cq.push(c),
-                _ => self.send_cq.push(c),
-            }
+        match c.opcode {
+            CompletionOpcode::Recv => self.recv_cq.push(c),
+            _ => self.send_cq.push(c),
         }
     }
 
