@@ -155,7 +155,7 @@ impl CaptureReader {
         (&mut source).take(4).read_to_end(&mut magic)?;
         // Put the magic back in front, so the crate reads the whole header.
         let source: Box<dyn Read> = Box::new(io::Cursor::new(magic.clone()).chain(source));
-        let malformed = |e: pcap_file::PcapError| CaptureError::Malformed(e.to_string());
+        let malformed = malformed;
         let (inner, format) = if magic[..] == PCAPNG_MAGIC {
             let reader = PcapNgReader::new(source).map_err(malformed)?;
             let inner = Inner::PcapNg {
@@ -194,7 +194,7 @@ impl CaptureReader {
         let next = match &mut self.inner {
             Inner::Pcap { reader, link } => match reader.next_packet()? {
                 Ok(packet) => Ok((packet.timestamp, *link, packet.data.into_owned())),
-                Err(e) => Err(CaptureError::Malformed(e.to_string())),
+                Err(e) => Err(malformed(e)),
             },
             Inner::PcapNg {
                 reader,
@@ -225,6 +225,20 @@ impl CaptureReader {
     }
 }
 
+/// The crate's error in words; a file that simply stops (a capture cut
+/// short by killing the capturing tool) says so.
+fn malformed(e: pcap_file::PcapError) -> CaptureError {
+    match e {
+        pcap_file::PcapError::IoError(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
+            CaptureError::Malformed("the file ends in the middle of a record (cut short?)".into())
+        }
+        pcap_file::PcapError::IncompleteBuffer => {
+            CaptureError::Malformed("the file ends in the middle of a record (cut short?)".into())
+        }
+        other => CaptureError::Malformed(other.to_string()),
+    }
+}
+
 fn is_pcap_magic(magic: &[u8]) -> bool {
     // Microsecond and nanosecond variants, in either byte order.
     matches!(
@@ -248,7 +262,7 @@ fn next_pcapng_packet(
     loop {
         let block = match reader.next_block()? {
             Ok(block) => block,
-            Err(e) => return Some(Err(CaptureError::Malformed(e.to_string()))),
+            Err(e) => return Some(Err(malformed(e))),
         };
         match block {
             Block::SectionHeader(_) => interfaces.clear(),

@@ -9,6 +9,7 @@
 //! stops: IFT's markers are a draft's "TBD" and its VTag only confirms a
 //! boundary, so no resynchronisation is attempted.
 
+use iwarp_proto::ddp::header::header_len;
 use iwarp_proto::ift::{marker, FrameEvent, IftReceiver, IftRxError, Next, RxCrc, RxParams};
 
 use super::event::{
@@ -235,6 +236,18 @@ impl IftDirection {
         }
         let ulpdu_len = self.header_len + self.payload_len;
         let interpreted = interpret(&self.head, ulpdu_len, self.rdma);
+        // The frame's header_size delimits the DDP header; it must be the
+        // length the header's own T flag gives (draft-williams-iwarp-ift-01
+        // §5.1: header_size covers the DDP header).
+        if let Some(&control) = self.head.first() {
+            let ddp_len = header_len(control);
+            if self.header_len != ddp_len {
+                errors.push(format!(
+                    "header_size {} but the DDP header is {ddp_len} octets",
+                    self.header_len
+                ));
+            }
+        }
         errors.extend(interpreted.errors);
         events.push(Event::Pdu(Box::new(PduInfo {
             framing: "ift",
