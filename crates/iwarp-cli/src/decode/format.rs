@@ -297,8 +297,8 @@ fn read_request_summary(r: &ReadRequestInfo) -> String {
 
 fn terminate_summary(t: &TerminateInfo) -> String {
     let mut s = format!(
-        "{} type {} code {:#04x}: {}",
-        t.layer_name, t.etype, t.code, t.error
+        "{} [layer {} type {} code {:#04x}]",
+        t.error, t.layer, t.etype, t.code
     );
     if let Some(d) = &t.ddp_copy {
         let _ = write!(s, "; offending {} (", d.rdmap);

@@ -210,10 +210,7 @@ pub fn layer_name(layer: u8) -> &'static str {
 fn terminate_info(t: &TerminateMessage) -> TerminateInfo {
     let error = match ProtocolError::from_parts(t.layer, t.etype, t.code) {
         Some(e) => e.to_string(),
-        None => format!(
-            "unknown error (layer {}, type {}, code {:#04x})",
-            t.layer, t.etype, t.code
-        ),
+        None => format!("{}: unknown error", layer_name(t.layer)),
     };
     let ddp_copy = t.ddp.as_ref().and_then(|d| {
         let octets = d.header();
