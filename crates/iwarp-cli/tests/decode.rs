@@ -584,6 +584,28 @@ fn a_gap_without_markers_stops_the_direction() {
 }
 
 #[test]
+fn ends_reused_by_a_new_connection() {
+    let mut t = rping(false);
+    t.reconnect();
+    t.send(C2S, &hex(RPING_REQUEST));
+    t.send(S2C, &hex(OUR_REPLY_CRC));
+    t.send(C2S, &hex(RPING_SEND_CRC));
+    let r = decode_json("reuse.pcap", &t.pcap(), &[]);
+    let pdus = of_type(&r, "pdu");
+    assert_eq!(pdus.len(), 2);
+    assert_eq!(
+        (
+            pdus[0]["connection"].as_u64(),
+            pdus[1]["connection"].as_u64()
+        ),
+        (Some(1), Some(2))
+    );
+    assert_eq!(pdus[0]["crc"]["status"], "off");
+    assert_eq!(pdus[1]["crc"]["status"], "ok");
+    assert_eq!(summary(&r)["connections"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
 fn siw_rejects_markers() {
     // siw-observed.md: a rev 1 Request with M; siw replies R set, M clear.
     let mut t = Tcp::new(40005, 4791);

@@ -100,6 +100,11 @@ impl Connection {
         self.reasm[dir % 2].stats()
     }
 
+    /// Whether either direction carried payload.
+    pub fn has_data(&self) -> bool {
+        self.reasm.iter().any(|r| r.stats().segments > 0)
+    }
+
     /// Whether both directions have ended (FIN or RST).
     pub fn closed(&self) -> bool {
         self.closed[0] && self.closed[1]

@@ -88,6 +88,8 @@ pub struct Decoder<'o> {
     opts: Options,
     out: &'o mut dyn Output,
     connections: Vec<Connection>,
+    /// Whether each connection has been finished.
+    finished: Vec<bool>,
     /// (source, destination) to index in `connections`, both ways.
     by_ends: HashMap<(SocketAddr, SocketAddr), usize>,
     first: Option<Duration>,
@@ -113,6 +115,7 @@ impl<'o> Decoder<'o> {
             opts,
             out,
             connections: Vec::new(),
+            finished: Vec::new(),
             by_ends: HashMap::new(),
             first: None,
             now: (0, 0.0),
@@ -148,17 +151,19 @@ impl<'o> Decoder<'o> {
             return Ok(());
         }
         let pure_syn = seg.syn && seg.ack.is_none();
-        let index = match self.by_ends.get(&(seg.src, seg.dst)) {
-            // A new SYN with another ISN on the same ends: a new connection.
-            Some(&i)
-                if !(pure_syn
-                    && self.connections[i]
-                        .client_isn
-                        .is_some_and(|isn| isn != seg.seq)) =>
-            {
-                i
-            }
-            _ => {
+        let existing = self.by_ends.get(&(seg.src, seg.dst)).copied();
+        // A SYN that is not a retransmission of the one seen, on ends that
+        // already carried a connection: a new connection.
+        let reused = existing.filter(|&i| {
+            let c = &self.connections[i];
+            !(pure_syn && c.client_isn != Some(seg.seq) && (c.client_isn.is_some() || c.has_data()))
+        });
+        let index = match reused {
+            Some(i) => i,
+            None => {
+                if let Some(old) = existing {
+                    self.finish_connection(old)?;
+                }
                 // A SYN-ACK's receiver is the client.
                 let (client, server) = if seg.syn && seg.ack.is_some() {
                     (seg.dst, seg.src)
@@ -168,6 +173,7 @@ impl<'o> Decoder<'o> {
                 let i = self.connections.len();
                 self.connections
                     .push(Connection::new(i + 1, client, server, named));
+                self.finished.push(false);
                 self.by_ends.insert((client, server), i);
                 self.by_ends.insert((server, client), i);
                 i
@@ -195,6 +201,18 @@ impl<'o> Decoder<'o> {
         self.emit(index, events)
     }
 
+    /// Finishes connection `index` (the capture ended, or its ends were
+    /// reused) unless it was already.
+    fn finish_connection(&mut self, index: usize) -> io::Result<()> {
+        if self.finished.get(index).copied().unwrap_or(true) {
+            return Ok(());
+        }
+        self.finished[index] = true;
+        let mut events = Vec::new();
+        self.connections[index].finish(&self.opts, &mut events);
+        self.emit(index, events)
+    }
+
     /// Writes a connection's events as records.
     fn emit(&mut self, index: usize, events: Vec<(usize, Event)>) -> io::Result<()> {
         let conn = &self.connections[index];
@@ -218,11 +236,10 @@ impl<'o> Decoder<'o> {
     /// summary. `capture_error` says why the capture ended early, if it
     /// did.
     pub fn finish(mut self, capture_error: Option<String>) -> io::Result<Summary> {
+        // What is found now belongs to no frame.
+        self.now.0 = 0;
         for index in 0..self.connections.len() {
-            let mut events = Vec::new();
-            let opts = self.opts.clone();
-            self.connections[index].finish(&opts, &mut events);
-            self.emit(index, events)?;
+            self.finish_connection(index)?;
         }
         let mut summary = std::mem::take(&mut self.summary);
         summary.capture_error = capture_error;

@@ -149,6 +149,17 @@ pub mod capture {
             self.frame(C2S, self.seq(C2S, 0), false, true, false, &[]);
         }
 
+        /// A new connection on the same ends: new initial sequence numbers,
+        /// then SYN, SYN-ACK, ACK.
+        pub fn reconnect(&mut self) {
+            self.isn = [
+                self.isn[0].wrapping_add(50_000),
+                self.isn[1].wrapping_add(70_000),
+            ];
+            self.sent = [0, 0];
+            self.handshake();
+        }
+
         /// One segment carrying `payload`, next in `dir`.
         pub fn send(&mut self, dir: usize, payload: &[u8]) {
             let seq = self.seq(dir, self.sent[dir]);
