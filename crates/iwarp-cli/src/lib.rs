@@ -3,10 +3,10 @@
 //!
 //! * [`perf`]: perftest-style bandwidth and latency tests, iWARP and a plain-TCP baseline.
 //! * [`ping`]: the rping connectivity test, wire-compatible with rdma-core's `rping`.
-//!
-//! A capture decoder (`decode`) is planned but not written.
+//! * [`decode`]: a capture decoder, pcap or pcapng in, MPA/IFT, DDP and RDMAP out.
 
 #![forbid(unsafe_code)]
 
+pub mod decode;
 pub mod perf;
 pub mod ping;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use iwarp_cli::decode::{self, args::DecodeArgs};
 use iwarp_cli::perf::{self, args::PerfArgs};
 use iwarp_cli::ping::{self, args::PingArgs};
 
@@ -25,11 +26,18 @@ enum Command {
     /// The rping connectivity test, wire-compatible with rdma-core's rping in both roles:
     /// --server (rping -s) or --connect HOST (rping -c -a HOST).
     Ping(PingArgs),
-    // A capture decoder (`decode`) is planned and would go here.
+    /// Decode a pcap or pcapng capture of iWARP traffic: MPA startup frames (or IFT
+    /// indications), FPDUs with CRC and markers, DDP and RDMAP, like tshark.
+    Decode(DecodeArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The decoder is synchronous: no runtime for it.
+    let cli = match cli.command {
+        Command::Decode(args) => return decode::run(args),
+        command => Cli { command },
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -47,6 +55,7 @@ fn main() -> ExitCode {
             runtime.shutdown_background();
             return code;
         }
+        Command::Decode(args) => return decode::run(args),
     };
     // Do not wait for stray tasks (a loopback server blocked in accept, say).
     runtime.shutdown_background();

@@ -44,6 +44,21 @@ impl LlpErrorCode {
     }
 }
 
+impl core::fmt::Display for LlpErrorCode {
+    /// The code's meaning, worded as RFC 5044 §8 and RFC 6581 §9 word it.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::ConnectionLost => "TCP connection closed, terminated or lost",
+            Self::CrcError => "CRC error",
+            Self::MarkerMismatch => "marker and ULPDU length disagree",
+            Self::InvalidStartupFrame => "invalid MPA Request or Reply frame",
+            Self::LocalCatastrophic => "local catastrophic error",
+            Self::InsufficientIrd => "insufficient IRD resources",
+            Self::NoMatchingRtr => "no matching RTR model",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,7 +124,7 @@ pub enum ProtocolError {
     #[error("DDP: {0}")]
     Ddp(DdpError),
     /// Layer 2, error type 0 (MPA).
-    #[error("LLP: {0:?}")]
+    #[error("LLP: {0}")]
     Llp(LlpErrorCode),
 }
 

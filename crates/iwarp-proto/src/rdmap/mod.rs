@@ -16,7 +16,9 @@ mod transmit;
 mod work;
 
 pub use error::{OperationError, ProtectionError, ProtocolError, RdmapError};
-pub use opcode::{Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, RDMAP_VERSION};
+pub use opcode::{
+    control_opcode, control_version, Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, RDMAP_VERSION,
+};
 pub use queue_pair::QueuePair;
 pub use read_request::{ReadRequest, READ_REQUEST_LEN};
 pub use rx::PlacementTarget;

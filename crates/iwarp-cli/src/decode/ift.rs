@@ -1,0 +1,273 @@
+//! One direction's IFT frames, deframed by the stack's own [`IftReceiver`].
+//!
+//! As for MPA (see [`super::mpa`]), the receiver is driven step by step so
+//! that each frame's place in the stream is known. A payload CRC error
+//! leaves the framing intact (the header, already verified, gave the
+//! length), so decoding goes on with a fresh receiver after the frame. A
+//! header CRC, VTag or header-size error, a marker error or a gap means the
+//! frame boundaries can no longer be trusted, and decoding of the direction
+//! stops: IFT's markers are a draft's "TBD" and its VTag only confirms a
+//! boundary, so no resynchronisation is attempted.
+
+use iwarp_proto::ddp::header::header_len;
+use iwarp_proto::ift::{marker, FrameEvent, IftReceiver, IftRxError, Next, RxCrc, RxParams};
+
+use super::event::{
+    crc_value, CrcInfo, CrcStatus, Event, GapInfo, Level, MarkerInfo, NoteInfo, PduInfo,
+};
+use super::ulpdu::{interpret, HEAD};
+
+/// Deframes and reports one direction's IFT frames.
+#[derive(Debug, Clone)]
+pub struct IftDirection {
+    params: RxParams,
+    rdma: bool,
+    rx: IftReceiver,
+    stopped: bool,
+    /// Raw octets from the start of the current frame.
+    buf: Vec<u8>,
+    /// Stream offset of `buf[0]`.
+    buf_offset: u64,
+    /// Octets of `buf` given to the receiver.
+    fed: usize,
+    header_len: usize,
+    payload_len: usize,
+    head: Vec<u8>,
+}
+
+/// The word for how a CRC field is handled.
+pub fn crc_word(crc: RxCrc) -> &'static str {
+    match crc {
+        RxCrc::Absent => "off",
+        RxCrc::Ignored => "unchecked",
+        RxCrc::Checked => "on",
+    }
+}
+
+fn status(crc: RxCrc) -> CrcStatus {
+    match crc {
+        RxCrc::Absent => CrcStatus::Off,
+        RxCrc::Ignored => CrcStatus::Unchecked,
+        RxCrc::Checked => CrcStatus::Ok,
+    }
+}
+
+impl IftDirection {
+    /// A direction whose frames start at stream offset 0. `rdma`: RDMAP
+    /// runs over DDP (IFT's R flag).
+    pub fn new(params: RxParams, rdma: bool) -> Self {
+        Self {
+            params,
+            rdma,
+            rx: IftReceiver::new(params),
+            stopped: false,
+            buf: Vec::new(),
+            buf_offset: 0,
+            fed: 0,
+            header_len: 0,
+            payload_len: 0,
+            head: Vec::new(),
+        }
+    }
+
+    /// The next octets of the stream.
+    pub fn push(&mut self, data: &[u8], events: &mut Vec<Event>) {
+        if self.stopped {
+            return;
+        }
+        self.buf.extend_from_slice(data);
+        while !self.stopped && self.step(events) {}
+    }
+
+    /// `missing` octets were not captured here.
+    pub fn gap(&mut self, tcp_offset: u64, missing: u64, events: &mut Vec<Event>) {
+        if self.stopped {
+            return;
+        }
+        events.push(Event::Gap(GapInfo {
+            offset: tcp_offset,
+            octets: missing,
+            action: "stop",
+        }));
+        events.push(Event::Note(NoteInfo {
+            level: Level::Error,
+            message: format!(
+                "{missing} octets missing from the capture: IFT framing cannot be \
+                 followed past them, decoding of this direction stops"
+            ),
+        }));
+        self.stopped = true;
+    }
+
+    /// The end of the capture.
+    pub fn finish(&mut self, events: &mut Vec<Event>) {
+        if !self.stopped && (self.fed < self.buf.len() || !self.rx.at_frame_boundary()) {
+            events.push(Event::Note(NoteInfo {
+                level: Level::Warning,
+                message: format!(
+                    "the capture ends inside the frame at stream offset {} ({} octets of it captured)",
+                    self.buf_offset,
+                    self.buf.len()
+                ),
+            }));
+        }
+        self.stopped = true;
+    }
+
+    /// One step of the receiver; false when it needs more octets.
+    fn step(&mut self, events: &mut Vec<Event>) -> bool {
+        match self.rx.next() {
+            Next::Failed => {
+                self.stopped = true;
+                false
+            }
+            Next::Payload { run, .. } => {
+                let input = &self.buf[self.fed..];
+                let n = run.min(input.len());
+                if n == 0 {
+                    return false;
+                }
+                let bytes = &input[..n];
+                if let Err(e) = self.rx.push_payload(bytes) {
+                    self.error(e, events);
+                    return true;
+                }
+                let keep = HEAD.saturating_sub(self.head.len()).min(n);
+                self.head.extend_from_slice(&bytes[..keep]);
+                self.fed += n;
+                true
+            }
+            Next::Framing => {
+                if self.rx.at_frame_boundary() && self.fed > 0 {
+                    self.buf.drain(..self.fed);
+                    self.buf_offset += self.fed as u64;
+                    self.fed = 0;
+                }
+                let before = self.rx.offset();
+                // Called even with no input: a finished frame's End is
+                // reported by the next call.
+                match self.rx.push_framing(&self.buf[self.fed..]) {
+                    Ok((0, None)) => false,
+                    Ok((n, event)) => {
+                        self.fed += n;
+                        match event {
+                            Some(FrameEvent::Begin {
+                                header_len,
+                                payload_len,
+                            }) => {
+                                self.header_len = header_len;
+                                self.payload_len = payload_len;
+                                self.head.clear();
+                                self.head.extend_from_slice(self.rx.ddp_header());
+                            }
+                            Some(FrameEvent::End) => self.report(
+                                CrcInfo {
+                                    status: status(self.params.payload_crc),
+                                    received: None,
+                                    computed: None,
+                                },
+                                Vec::new(),
+                                events,
+                            ),
+                            None => {}
+                        }
+                        true
+                    }
+                    Err(e) => {
+                        self.fed += usize::try_from(self.rx.offset() - before).unwrap_or(0);
+                        self.error(e, events);
+                        true
+                    }
+                }
+            }
+        }
+    }
+
+    fn error(&mut self, e: IftRxError, events: &mut Vec<Event>) {
+        match e {
+            IftRxError::PayloadCrc {
+                computed, received, ..
+            } => {
+                self.report(
+                    CrcInfo {
+                        status: CrcStatus::Bad,
+                        received: Some(crc_value(received)),
+                        computed: Some(crc_value(computed)),
+                    },
+                    vec![format!(
+                        "payload CRC error: computed {computed:#010x}, received {received:#010x}"
+                    )],
+                    events,
+                );
+                // The verified header gave the length: go on after it.
+                self.rx = IftReceiver::at_offset(self.params, self.rx.offset());
+                // The next frame starts where this one ended.
+                self.buf.drain(..self.fed.min(self.buf.len()));
+                self.buf_offset = self.rx.offset();
+                self.fed = 0;
+            }
+            other => {
+                events.push(Event::Note(NoteInfo {
+                    level: Level::Error,
+                    message: format!("{other}: framing lost, decoding of this direction stops"),
+                }));
+                self.stopped = true;
+            }
+        }
+    }
+
+    /// Reports the frame that occupies `buf[..fed]`.
+    fn report(&mut self, crc: CrcInfo, mut errors: Vec<String>, events: &mut Vec<Event>) {
+        let raw = &self.buf[..self.fed];
+        let mut markers = Vec::new();
+        if let Some(interval) = self.params.markers {
+            let start = self.buf_offset;
+            let mut at = interval.next_marker_at(start);
+            while at + marker::MARKER_LEN as u64 <= start + raw.len() as u64 {
+                let i = (at - start) as usize;
+                if let Some(&[a, b, c, d]) = raw.get(i..i + marker::MARKER_LEN) {
+                    markers.push(MarkerInfo {
+                        offset: at,
+                        pointer: marker::decode([a, b, c, d]),
+                    });
+                }
+                at += u64::from(interval.get());
+            }
+        }
+        let ulpdu_len = self.header_len + self.payload_len;
+        let interpreted = interpret(&self.head, ulpdu_len, self.rdma);
+        // The frame's header_size delimits the DDP header; it must be the
+        // length the header's own T flag gives (draft-williams-iwarp-ift-01
+        // §5.1: header_size covers the DDP header).
+        if let Some(&control) = self.head.first() {
+            let ddp_len = header_len(control);
+            if self.header_len != ddp_len {
+                errors.push(format!(
+                    "header_size {} but the DDP header is {ddp_len} octets",
+                    self.header_len
+                ));
+            }
+        }
+        errors.extend(interpreted.errors);
+        events.push(Event::Pdu(Box::new(PduInfo {
+            framing: "ift",
+            offset: self.buf_offset,
+            wire_len: raw.len() as u64,
+            ulpdu_len,
+            crc,
+            header_crc: Some(CrcInfo {
+                status: status(self.params.header_crc),
+                received: None,
+                computed: None,
+            }),
+            vtag: Some(self.params.vtag),
+            markers,
+            ddp: interpreted.ddp,
+            rdmap: interpreted.rdmap,
+            payload_len: interpreted.payload_len,
+            payload: interpreted.payload,
+            errors,
+        })));
+        self.head.clear();
+    }
+}

@@ -1,0 +1,275 @@
+//! The start of a connection: MPA Request/Reply frames and IFT Adaption
+//! Indications, recognised, described, and settled into framing.
+//!
+//! Frames are parsed by `iwarp-proto` ([`StartupFrameRepr::parse_bytes`],
+//! [`StartupFrame`], [`Indication::parse`]); an IFT pair is settled by the
+//! stack's own [`settle`], so the framing the decoder follows is the one the
+//! stack would have agreed to. What MPA settles is one rule (RFC 5044
+//! §7.1.1): CRC if either frame sets C; markers in a direction if its
+//! receiver's frame sets M.
+
+use iwarp_proto::ift::indication::{check_magic, INDICATION_LEN};
+use iwarp_proto::ift::{settle, CrcDemand, IftConfig, Indication, Phase, RxCrc, RxParams};
+use iwarp_proto::mpa::startup::{
+    EnhancedData, FrameError, FrameKind, StartupFrame, StartupFrameRepr, HEADER_LEN, KEY_LEN,
+    REPLY_KEY, REQUEST_KEY,
+};
+
+use super::event::{hex, EnhancedInfo, IndicationFields, IndicationInfo, StartupFrameInfo};
+
+/// What the first octets of a direction are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// Too few octets to tell.
+    Unknown,
+    /// An MPA Request or Reply key.
+    Mpa,
+    /// The IFT magic number.
+    Ift,
+    /// Neither: FPDUs (or not iWARP at all).
+    Neither,
+}
+
+/// Recognises the start of a direction from its first octets.
+pub fn opening(first: &[u8]) -> Opening {
+    let is_prefix = |key: &[u8]| {
+        let n = first.len().min(key.len());
+        first[..n] == key[..n]
+    };
+    if first.len() >= KEY_LEN && (first[..KEY_LEN] == REQUEST_KEY || first[..KEY_LEN] == REPLY_KEY)
+    {
+        return Opening::Mpa;
+    }
+    if first.len() >= 4 && check_magic(first).is_ok() {
+        return Opening::Ift;
+    }
+    let ift_prefix = check_magic(first).is_ok();
+    if first.len() < KEY_LEN && (is_prefix(&REQUEST_KEY) || is_prefix(&REPLY_KEY) || ift_prefix) {
+        Opening::Unknown
+    } else {
+        Opening::Neither
+    }
+}
+
+/// What an MPA frame settles, when it is valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpaFrame {
+    /// Request or Reply.
+    pub kind: FrameKind,
+    /// M.
+    pub markers: bool,
+    /// C.
+    pub crc: bool,
+    /// R (Reply).
+    pub rejected: bool,
+    /// Rev.
+    pub revision: u8,
+    /// IRD/ORD, revision 2 enhanced.
+    pub enhanced: Option<EnhancedData>,
+}
+
+/// The startup a direction sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// A valid MPA frame.
+    Mpa(MpaFrame),
+    /// A valid IFT indication.
+    Ift(Indication),
+    /// An invalid frame or indication: the peer would close.
+    Invalid,
+}
+
+/// Parses the MPA frame at the start of `bytes`. `None` while more octets
+/// are needed; otherwise the report, the frame's length, and what it
+/// settles (`None` if it is invalid; the length is then what was read).
+pub fn mpa_frame(bytes: &[u8], offset: u64) -> Option<(StartupFrameInfo, usize, Option<MpaFrame>)> {
+    match StartupFrameRepr::parse_bytes(bytes) {
+        Err(FrameError::Truncated { .. }) => None,
+        Ok((repr, len)) => {
+            let view = StartupFrame::new_checked(bytes).ok()?;
+            let info = frame_info(&view, offset, Some(&repr), None);
+            let frame = MpaFrame {
+                kind: repr.kind,
+                markers: repr.markers,
+                crc: repr.crc,
+                rejected: repr.rejected,
+                revision: repr.revision.wire(),
+                enhanced: repr.enhanced,
+            };
+            Some((info, len, Some(frame)))
+        }
+        Err(e) => {
+            // The header is in and wrong. A view needs a whole frame: read
+            // the header through one padded to the longest frame, then
+            // describe it with the private data that was captured.
+            let head = bytes.get(..HEADER_LEN)?;
+            let probe = StartupFrame::new_checked(padded(head, usize::from(u16::MAX))).ok()?;
+            let pd_length = usize::from(probe.pd_length());
+            let body = bytes.get(HEADER_LEN..).unwrap_or(&[]);
+            let body = &body[..body.len().min(pd_length)];
+            let mut full = head.to_vec();
+            full.extend_from_slice(body);
+            let view = StartupFrame::new_checked(padded(&full, pd_length)).ok()?;
+            let mut info = frame_info(&view, offset, None, Some(e.to_string()));
+            info.private_data = hex(body);
+            Some((info, full.len(), None))
+        }
+    }
+}
+
+/// `octets` followed by zeros up to a whole frame of `pd_length` octets of
+/// private data.
+fn padded(octets: &[u8], pd_length: usize) -> Vec<u8> {
+    let mut v = octets.to_vec();
+    v.resize((HEADER_LEN + pd_length).max(octets.len()), 0);
+    v
+}
+
+fn frame_info<T: AsRef<[u8]>>(
+    view: &StartupFrame<T>,
+    offset: u64,
+    repr: Option<&StartupFrameRepr<'_>>,
+    error: Option<String>,
+) -> StartupFrameInfo {
+    let enhanced = repr.and_then(|r| r.enhanced).map(|e| EnhancedInfo {
+        ird: e.ird,
+        ord: e.ord,
+        peer_to_peer: e.peer_to_peer,
+        rtr_write: e.rtr.write,
+        rtr_read: e.rtr.read,
+        rtr_send: e.rtr.send,
+    });
+    StartupFrameInfo {
+        offset,
+        kind: match view.kind() {
+            Some(FrameKind::Request) => "request",
+            Some(FrameKind::Reply) => "reply",
+            None => "unknown",
+        },
+        flags: view.flags(),
+        markers: view.markers(),
+        crc: view.crc(),
+        rejected: view.rejected(),
+        enhanced_flag: view.enhanced_flag(),
+        revision: view.revision(),
+        pd_length: view.pd_length(),
+        enhanced,
+        private_data: repr.map_or_else(|| hex(view.private_data()), |r| hex(r.private_data)),
+        error,
+    }
+}
+
+/// Parses an IFT indication at the start of `bytes`; `None` while fewer
+/// than 64 octets are in.
+pub fn indication(bytes: &[u8], offset: u64) -> Option<(IndicationInfo, Option<Indication>)> {
+    let octets = bytes.get(..INDICATION_LEN)?;
+    Some(match Indication::parse(octets) {
+        Ok(ind) => (
+            IndicationInfo {
+                offset,
+                fields: Some(IndicationFields {
+                    phase: match ind.phase {
+                        Phase::Zero => 0,
+                        Phase::One => 1,
+                    },
+                    version: ind.version,
+                    rdma: ind.rdma,
+                    header_crc: ind.header_crc,
+                    payload_crc: ind.payload_crc,
+                    ignore_header_crc: ind.ignore_header_crc,
+                    ignore_payload_crc: ind.ignore_payload_crc,
+                    speculative_placement: ind.speculative_placement,
+                    send_markers: ind.send_markers,
+                    receive_markers: ind.receive_markers.map(|m| m.get()),
+                    vtag: ind.vtag,
+                }),
+                error: None,
+            },
+            Some(ind),
+        ),
+        Err(e) => (
+            IndicationInfo {
+                offset,
+                fields: None,
+                error: Some(e.to_string()),
+            },
+            None,
+        ),
+    })
+}
+
+/// What MPA's startup settles for the direction whose *receiver* sent
+/// `receiver`'s frame: (CRC, markers). RFC 5044 §7.1.1: C in either frame
+/// turns CRC on both ways; M asks for markers in what its sender receives.
+pub fn mpa_settle(sender: &MpaFrame, receiver: &MpaFrame) -> (bool, bool) {
+    (sender.crc || receiver.crc, receiver.markers)
+}
+
+/// The receive parameters for frames that `sender`'s end sends and
+/// `receiver`'s end receives, as the receiving end of the stack would
+/// settle them; `check_crc` false leaves CRC fields unchecked.
+pub fn ift_settle(
+    sender: &Indication,
+    receiver: &Indication,
+    check_crc: bool,
+) -> Result<RxParams, String> {
+    // The receiving end's configuration, as its indication states it,
+    // accepting whatever the sender chose (the decoder judges nothing).
+    let mut config = IftConfig::new(receiver.vtag);
+    config.rdma = receiver.rdma;
+    config.header_crc = receiver.header_crc;
+    config.payload_crc = receiver.payload_crc;
+    config.check_header_crc = !receiver.ignore_header_crc;
+    config.check_payload_crc = !receiver.ignore_payload_crc;
+    config.peer_header_crc = CrcDemand::Any;
+    config.peer_payload_crc = CrcDemand::Any;
+    config.permit_speculative_placement = receiver.speculative_placement;
+    config.send_markers = receiver.send_markers;
+    config.receive_markers = receiver.receive_markers;
+    let mut rx = settle(&config, sender).map_err(|e| e.to_string())?.rx;
+    // The decoder checks every CRC that is on the wire, unless told not to,
+    // even one the receiver said it ignores: a wrong one is still news.
+    let checked = |crc: RxCrc| match crc {
+        RxCrc::Absent => RxCrc::Absent,
+        _ if check_crc => RxCrc::Checked,
+        _ => RxCrc::Ignored,
+    };
+    rx.header_crc = checked(rx.header_crc);
+    rx.payload_crc = checked(rx.payload_crc);
+    Ok(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openings() {
+        assert_eq!(opening(b""), Opening::Unknown);
+        assert_eq!(opening(b"MPA ID R"), Opening::Unknown);
+        assert_eq!(opening(b"MPA ID Req Frame"), Opening::Mpa);
+        assert_eq!(opening(b"MPA ID Rep Frame\x00"), Opening::Mpa);
+        assert_eq!(opening(b"MPA ID Rex Frame"), Opening::Neither);
+        assert_eq!(opening(b"RDD"), Opening::Unknown);
+        assert_eq!(opening(b"RDDP"), Opening::Ift);
+        assert_eq!(opening(&[0, 0x22, 0x41, 0x43]), Opening::Neither);
+    }
+
+    #[test]
+    fn invalid_frames_are_described() {
+        // Revision 3 (siw closes).
+        let mut f = REQUEST_KEY.to_vec();
+        f.extend_from_slice(&[0x00, 0x03, 0x00, 0x00]);
+        let (info, len, frame) = mpa_frame(&f, 0).unwrap();
+        assert_eq!((info.revision, len, frame), (3, 20, None));
+        assert!(info.error.is_some());
+        // Revision 1 with 600 octets of private data, 2 of them captured.
+        let mut f = REPLY_KEY.to_vec();
+        f.extend_from_slice(&[0x40, 0x01, 0x02, 0x58, 0xaa, 0xbb]);
+        let (info, len, _) = mpa_frame(&f, 0).unwrap();
+        assert_eq!((info.pd_length, len, info.crc), (600, 22, true));
+        assert_eq!(info.private_data, "aabb");
+        // Cut short: wait.
+        assert!(mpa_frame(&f[..19], 0).is_none());
+    }
+}

@@ -1,0 +1,284 @@
+//! One direction of a connection, from its first octet: the opening (an
+//! MPA startup frame, an IFT indication, or neither), then the framed PDUs.
+//!
+//! A direction cannot always decode its FPDUs as soon as they arrive: the
+//! framing it uses (CRC, markers, IFT's VTag) depends on what the *other*
+//! direction sent in its startup. So after its opening a direction holds
+//! what follows ([`Status::Held`]) until its connection
+//! ([`super::connection`]) has seen both openings and tells it how to
+//! deframe ([`DirectionDecoder::start_mpa`], [`DirectionDecoder::start_ift`])
+//! or that it will not ([`DirectionDecoder::stop`]).
+
+use iwarp_proto::ift::RxParams;
+
+use super::event::{Event, FramingInfo, GapInfo, Level, NoteInfo};
+use super::ift::{crc_word, IftDirection};
+use super::mpa::{CrcMode, MpaDirection};
+use super::startup::{indication, mpa_frame, opening, Opening, Seen};
+
+/// Most octets held while the framing is not settled; beyond this the
+/// direction gives up (the other direction's startup is not coming).
+const MAX_HELD: usize = 64 << 20;
+
+/// Where a direction is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Reading its first octets.
+    Opening,
+    /// Its opening is known (a startup, `Some`, or none, `None`) and what
+    /// follows is held until the framing is settled.
+    Held(Option<Seen>),
+    /// Deframing.
+    Framing,
+    /// Not decoding.
+    Stopped,
+}
+
+#[derive(Debug, Clone)]
+enum Phase {
+    Opening,
+    Held(Option<Seen>),
+    Mpa(Box<MpaDirection>),
+    Ift(Box<IftDirection>),
+    Stopped,
+}
+
+/// Decodes one direction of a connection.
+#[derive(Debug, Clone)]
+pub struct DirectionDecoder {
+    phase: Phase,
+    /// Octets not yet given to a deframer: the opening, or what is held.
+    buf: Vec<u8>,
+    /// TCP stream offset of `buf[0]`.
+    buf_offset: u64,
+    /// Octets still to skip before the first FPDU (`--stream-offset`).
+    skip: u64,
+}
+
+impl Default for DirectionDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DirectionDecoder {
+    /// A direction with nothing seen.
+    pub fn new() -> Self {
+        Self {
+            phase: Phase::Opening,
+            buf: Vec::new(),
+            buf_offset: 0,
+            skip: 0,
+        }
+    }
+
+    /// Where it is.
+    pub fn status(&self) -> Status {
+        match &self.phase {
+            Phase::Opening => Status::Opening,
+            Phase::Held(seen) => Status::Held(*seen),
+            Phase::Mpa(d) if d.stopped() => Status::Stopped,
+            Phase::Mpa(_) | Phase::Ift(_) => Status::Framing,
+            Phase::Stopped => Status::Stopped,
+        }
+    }
+
+    /// The first octets held (for messages about an unexpected opening).
+    pub fn held_prefix(&self) -> &[u8] {
+        &self.buf[..self.buf.len().min(16)]
+    }
+
+    /// The next octets of the direction.
+    pub fn push(&mut self, data: &[u8], events: &mut Vec<Event>) {
+        match &mut self.phase {
+            Phase::Opening => {
+                self.buf.extend_from_slice(data);
+                self.read_opening(events);
+            }
+            Phase::Held(_) => {
+                self.buf.extend_from_slice(data);
+                if self.buf.len() > MAX_HELD {
+                    events.push(note(
+                        Level::Error,
+                        format!(
+                            "{} octets follow the startup but the framing is still not \
+                             settled (the other direction's startup was not seen): giving up",
+                            self.buf.len()
+                        ),
+                    ));
+                    self.stop();
+                }
+            }
+            Phase::Mpa(_) | Phase::Ift(_) => {
+                // Here `buf` is empty and `buf_offset` follows the stream.
+                self.buf_offset += data.len() as u64;
+                let data = self.skip_some(data);
+                match &mut self.phase {
+                    Phase::Mpa(d) => d.push(data, events),
+                    Phase::Ift(d) => d.push(data, events),
+                    _ => {}
+                }
+            }
+            Phase::Stopped => self.buf_offset += data.len() as u64,
+        }
+    }
+
+    /// Drops what `--stream-offset` says to skip from the front of `data`.
+    fn skip_some<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
+        let n = usize::try_from(self.skip)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        self.skip -= n as u64;
+        &data[n..]
+    }
+
+    fn read_opening(&mut self, events: &mut Vec<Event>) {
+        let seen = match opening(&self.buf) {
+            Opening::Unknown => return,
+            Opening::Neither => None,
+            Opening::Mpa => {
+                let Some((info, len, frame)) = mpa_frame(&self.buf, self.buf_offset) else {
+                    return;
+                };
+                events.push(Event::MpaStartup(info));
+                self.consume(len);
+                Some(frame.map_or(Seen::Invalid, Seen::Mpa))
+            }
+            Opening::Ift => {
+                let Some((info, ind)) = indication(&self.buf, self.buf_offset) else {
+                    return;
+                };
+                events.push(Event::IftIndication(info));
+                self.consume(iwarp_proto::ift::indication::INDICATION_LEN);
+                Some(ind.map_or(Seen::Invalid, Seen::Ift))
+            }
+        };
+        self.phase = Phase::Held(seen);
+    }
+
+    fn consume(&mut self, len: usize) {
+        let len = len.min(self.buf.len());
+        self.buf.drain(..len);
+        self.buf_offset += len as u64;
+    }
+
+    /// `missing` octets of this direction were not captured.
+    pub fn gap(&mut self, missing: u64, events: &mut Vec<Event>) {
+        let tcp_offset = self.buf_offset + self.buf.len() as u64;
+        if matches!(self.phase, Phase::Mpa(_) | Phase::Ift(_) | Phase::Stopped) {
+            self.buf_offset += missing;
+        }
+        match &mut self.phase {
+            Phase::Mpa(d) => d.gap(tcp_offset, missing, events),
+            Phase::Ift(d) => d.gap(tcp_offset, missing, events),
+            Phase::Stopped => {
+                events.push(Event::Gap(GapInfo {
+                    offset: tcp_offset,
+                    octets: missing,
+                    action: "none",
+                }));
+            }
+            Phase::Opening | Phase::Held(_) => {
+                events.push(Event::Gap(GapInfo {
+                    offset: tcp_offset,
+                    octets: missing,
+                    action: "stop",
+                }));
+                events.push(note(
+                    Level::Error,
+                    format!(
+                        "{missing} octets missing from the capture before framing was \
+                         settled: decoding of this direction stops"
+                    ),
+                ));
+                self.stop();
+            }
+        }
+    }
+
+    /// Starts deframing MPA FPDUs from the held octets on. `skip` octets
+    /// are skipped first (where FPDUs are taken to start when no startup
+    /// was seen).
+    pub fn start_mpa(
+        &mut self,
+        markers: bool,
+        crc: CrcMode,
+        skip: u64,
+        basis: String,
+        events: &mut Vec<Event>,
+    ) {
+        if !matches!(self.phase, Phase::Held(_)) {
+            return;
+        }
+        self.skip = skip;
+        events.push(Event::Framing(FramingInfo {
+            framing: "mpa",
+            start: self.buf_offset + skip,
+            crc: crc.word(),
+            header_crc: None,
+            markers: markers.then_some(512),
+            vtag: None,
+            basis,
+        }));
+        self.phase = Phase::Mpa(Box::new(MpaDirection::new(markers, crc)));
+        self.release(events);
+    }
+
+    /// Starts deframing IFT frames from the held octets on.
+    pub fn start_ift(
+        &mut self,
+        params: RxParams,
+        rdma: bool,
+        basis: String,
+        events: &mut Vec<Event>,
+    ) {
+        if !matches!(self.phase, Phase::Held(_)) {
+            return;
+        }
+        events.push(Event::Framing(FramingInfo {
+            framing: "ift",
+            start: self.buf_offset,
+            crc: crc_word(params.payload_crc),
+            header_crc: Some(crc_word(params.header_crc)),
+            markers: params.markers.map(|m| m.get()),
+            vtag: Some(params.vtag),
+            basis,
+        }));
+        self.phase = Phase::Ift(Box::new(IftDirection::new(params, rdma)));
+        self.release(events);
+    }
+
+    /// Hands the held octets to the deframer just started.
+    fn release(&mut self, events: &mut Vec<Event>) {
+        let held = std::mem::take(&mut self.buf);
+        self.push(&held, events);
+    }
+
+    /// Stops decoding this direction.
+    pub fn stop(&mut self) {
+        self.buf_offset += self.buf.len() as u64;
+        self.buf = Vec::new();
+        self.phase = Phase::Stopped;
+    }
+
+    /// The end of the capture.
+    pub fn finish(&mut self, events: &mut Vec<Event>) {
+        match &mut self.phase {
+            Phase::Opening if !self.buf.is_empty() => events.push(note(
+                Level::Warning,
+                format!(
+                    "the capture ends after {} octets, too few to tell a startup frame",
+                    self.buf.len()
+                ),
+            )),
+            Phase::Mpa(d) => d.finish(events),
+            Phase::Ift(d) => d.finish(events),
+            _ => {}
+        }
+        self.stop();
+    }
+}
+
+fn note(level: Level, message: String) -> Event {
+    Event::Note(NoteInfo { level, message })
+}
