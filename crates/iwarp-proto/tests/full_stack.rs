@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Node, Rng};
+use common::{drive, op, pattern, Node, Op, Rng, Wire};
 use iwarp_proto::framing::{FeedError, WireBatch};
 use iwarp_proto::memory::Access;
 use iwarp_proto::mpa::mulpdu::mulpdu;
@@ -44,7 +44,7 @@ impl Stack {
     }
 
     /// Frames everything the queue pair has to send onto `wire`.
-    fn pump_out(&mut self, wire: &mut Vec<u8>) {
+    fn pump_out_frames(&mut self, wire: &mut Vec<u8>) {
         while let Some(t) = self.node.qp.poll_transmit() {
             let locked = t.lock().expect("source valid");
             let slices = locked.slices();
@@ -55,7 +55,7 @@ impl Stack {
     }
 
     /// Receives a chunk of stream octets.
-    fn pump_in(&mut self, chunk: &[u8]) {
+    fn pump_in_stream(&mut self, chunk: &[u8]) {
         if self.direct {
             self.pump_in_direct(chunk);
             return;
@@ -123,58 +123,18 @@ impl Stack {
     }
 }
 
-/// Runs both stacks until quiet, moving stream octets in random chunks.
-fn drive(a: &mut Stack, b: &mut Stack, rng: &mut Rng) {
-    let mut ab = Vec::new();
-    let mut ba = Vec::new();
-    for _ in 0..1_000_000 {
-        a.pump_out(&mut ab);
-        b.pump_out(&mut ba);
-        if ab.is_empty() && ba.is_empty() {
-            break;
-        }
-        for (wire, dst) in [(&mut ab, &mut *b), (&mut ba, &mut *a)] {
-            // Deliver a random prefix, in random chunks: splits and merges.
-            let mut take = if wire.is_empty() {
-                0
-            } else {
-                1 + rng.below(wire.len())
-            };
-            if rng.below(4) == 0 {
-                take = wire.len();
-            }
-            let mut pos = 0;
-            while pos < take {
-                let n = 1 + rng.below((take - pos).min(4000));
-                dst.pump_in(&wire[pos..pos + n]);
-                pos += n;
-            }
-            wire.drain(..take);
-        }
+impl Wire for Stack {
+    fn pump_out(&mut self, wire: &mut Vec<u8>) {
+        self.pump_out_frames(wire);
     }
-    a.node.drain();
-    b.node.drain();
-}
 
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(13).wrapping_add(seed))
-        .collect()
-}
+    fn pump_in(&mut self, chunk: &[u8]) {
+        self.pump_in_stream(chunk);
+    }
 
-#[derive(Debug, Clone)]
-enum Op {
-    Send(usize),
-    Write(usize),
-    Read(usize),
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        (0usize..40_000).prop_map(Op::Send),
-        (0usize..40_000).prop_map(Op::Write),
-        (0usize..40_000).prop_map(Op::Read),
-    ]
+    fn node(&mut self) -> &mut Node {
+        &mut self.node
+    }
 }
 
 proptest! {
@@ -199,7 +159,7 @@ proptest! {
         for (i, (o, reverse)) in ops.iter().enumerate() {
             let (src, dst) = if *reverse { (&mut b, &mut a) } else { (&mut a, &mut b) };
             let id = i as u64;
-            let data = pattern(match o { Op::Send(l) | Op::Write(l) | Op::Read(l) => *l }, i as u8);
+            let data = pattern(o.len(), i as u8);
             let len = data.len();
             match o {
                 Op::Send(_) => {

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Instant;
 
-use common::{Node, Rng};
+use common::{drive, op, pattern, Node, Op, Rng, Wire};
 use iwarp_proto::framing::{FeedError, UlpduSink, WireBatch};
 use iwarp_proto::ift::{
     FrameEvent, IftConfig, IftReceiver, IftTransmitter, MarkerInterval, Negotiation, Next, Role,
@@ -50,7 +50,7 @@ impl Stack {
     }
 
     /// The indication, then (once settled) every frame the queue pair has.
-    fn pump_out(&mut self, wire: &mut Vec<u8>) {
+    fn pump_out_frames(&mut self, wire: &mut Vec<u8>) {
         if let Some(indication) = self.negotiation.poll_transmit() {
             wire.extend_from_slice(&indication);
         }
@@ -74,7 +74,7 @@ impl Stack {
 
     /// Receives a chunk of stream octets: what completes the peer's
     /// indication goes to the negotiation, the rest to the frame receiver.
-    fn pump_in(&mut self, chunk: &[u8]) {
+    fn pump_in_stream(&mut self, chunk: &[u8]) {
         let used = self.negotiation.handle_input(chunk).expect("negotiation");
         let chunk = &chunk[used..];
         if chunk.is_empty() {
@@ -164,59 +164,6 @@ impl Stack {
     }
 }
 
-/// Runs both stacks until quiet, moving stream octets in random chunks.
-fn drive(a: &mut Stack, b: &mut Stack, rng: &mut Rng) {
-    let mut ab = Vec::new();
-    let mut ba = Vec::new();
-    for _ in 0..1_000_000 {
-        a.pump_out(&mut ab);
-        b.pump_out(&mut ba);
-        if ab.is_empty() && ba.is_empty() {
-            break;
-        }
-        for (wire, dst) in [(&mut ab, &mut *b), (&mut ba, &mut *a)] {
-            let mut take = if wire.is_empty() {
-                0
-            } else {
-                1 + rng.below(wire.len())
-            };
-            if rng.below(4) == 0 {
-                take = wire.len();
-            }
-            let mut pos = 0;
-            while pos < take {
-                let n = 1 + rng.below((take - pos).min(4000));
-                dst.pump_in(&wire[pos..pos + n]);
-                pos += n;
-            }
-            wire.drain(..take);
-        }
-    }
-    a.node.drain();
-    b.node.drain();
-}
-
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(13).wrapping_add(seed))
-        .collect()
-}
-
-#[derive(Debug, Clone)]
-enum Op {
-    Send(usize),
-    Write(usize),
-    Read(usize),
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        (0usize..40_000).prop_map(Op::Send),
-        (0usize..40_000).prop_map(Op::Write),
-        (0usize..40_000).prop_map(Op::Read),
-    ]
-}
-
 fn config(vtag: u16, bits: u8) -> IftConfig {
     IftConfig {
         header_crc: bits & 1 != 0,
@@ -229,6 +176,20 @@ fn config(vtag: u16, bits: u8) -> IftConfig {
             None
         },
         ..IftConfig::new(vtag)
+    }
+}
+
+impl Wire for Stack {
+    fn pump_out(&mut self, wire: &mut Vec<u8>) {
+        self.pump_out_frames(wire);
+    }
+
+    fn pump_in(&mut self, chunk: &[u8]) {
+        self.pump_in_stream(chunk);
+    }
+
+    fn node(&mut self) -> &mut Node {
+        &mut self.node
     }
 }
 
@@ -253,7 +214,7 @@ proptest! {
         for (i, (o, reverse)) in ops.iter().enumerate() {
             let (src, dst) = if *reverse { (&mut b, &mut a) } else { (&mut a, &mut b) };
             let id = i as u64;
-            let data = pattern(match o { Op::Send(l) | Op::Write(l) | Op::Read(l) => *l }, i as u8);
+            let data = pattern(o.len(), i as u8);
             let len = data.len();
             match o {
                 Op::Send(_) => {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Node, Pair};
+use common::{pattern, Node, Pair};
 use iwarp_proto::memory::Access;
 use iwarp_proto::rdmap::{
     Completion, CompletionOpcode, CompletionStatus, Event, QpState, SendFlags,
@@ -21,12 +21,6 @@ fn ok(wr_id: u64, opcode: CompletionOpcode, byte_len: u32) -> Completion {
         solicited: false,
         invalidated: None,
     }
-}
-
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect()
 }
 
 #[test]
