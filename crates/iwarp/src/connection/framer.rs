@@ -207,3 +207,38 @@ pub(crate) enum FeedEnd {
     Framing(FramingError),
     Engine,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iwarp_proto::ift::{MarkerInterval, TxParams};
+    use iwarp_proto::mpa::FramingParams;
+
+    fn ift(header_crc: bool, payload_crc: bool, markers: Option<u16>) -> Framer {
+        Framer::Ift(IftTransmitter::new(TxParams {
+            header_crc,
+            payload_crc,
+            markers: markers.and_then(MarkerInterval::new),
+            vtag: 1,
+        }))
+    }
+
+    #[test]
+    fn mulpdu_per_framing() {
+        let plain = FramingParams::default();
+        let marked = FramingParams::IMMEDIATE_START;
+        // MPA: the formula of draft-ietf-rddp-mpa-01 §5.3.2.
+        assert_eq!(Framer::Mpa(FpduTransmitter::new(plain)).mulpdu(1460), 1454);
+        assert_eq!(Framer::Mpa(FpduTransmitter::new(marked)).mulpdu(1460), 1442);
+        assert_eq!(
+            Framer::Mpa(FpduTransmitter::new(plain)).mulpdu(65483),
+            MAX_ULPDU
+        );
+        // IFT: 6-octet header plus the CRCs in use, no pad.
+        assert_eq!(ift(true, true, None).mulpdu(1460), 1460 - 14);
+        assert_eq!(ift(false, false, None).mulpdu(1460), 1460 - 6);
+        assert_eq!(ift(true, false, Some(512)).mulpdu(1460), 1460 - 10 - 12);
+        // Never below what DDP needs for its largest Terminate.
+        assert_eq!(ift(true, true, None).mulpdu(40), MIN_MULPDU);
+    }
+}
