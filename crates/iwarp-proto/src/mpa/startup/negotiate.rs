@@ -136,17 +136,23 @@ pub(crate) fn select_rtr(offered: RtrTypes, acceptable: RtrTypes) -> Option<RtrT
     RtrType::PREFERENCE.into_iter().find(|t| both.contains(*t))
 }
 
-/// Checks the RTR selection of a Reply against the initiator's offer: it
-/// must select exactly one type, and one that was offered (RFC 6581,
-/// code 0x07 otherwise). A Reply without enhanced data selects nothing.
+/// The RTR type the initiator sends, from the Reply's selection: one of
+/// the selected types that was offered (RFC 6581, code 0x07 if there is
+/// none). A Reply without enhanced data selects nothing.
+///
+/// A responder should select exactly one type, but a Reply that selects
+/// several is taken as Linux siw takes it: any type in common will do, and
+/// the initiator sends the one the responder would prefer (Write, then
+/// Read, then Send), since every selected type is one the responder said
+/// it accepts.
 pub(crate) fn check_reply_rtr(
     offered: RtrTypes,
     reply: Option<&EnhancedData>,
 ) -> Result<RtrType, StartupError> {
     let selected = reply.map(|e| e.rtr).unwrap_or(RtrTypes::NONE);
-    match selected.single() {
-        Some(rtr) if offered.contains(rtr) => Ok(rtr),
-        _ => Err(StartupError::NoMatchingRtr {
+    match select_rtr(offered, selected) {
+        Some(rtr) => Ok(rtr),
+        None => Err(StartupError::NoMatchingRtr {
             offered,
             other: selected,
             detected_by: Role::Initiator,
@@ -285,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn reply_must_pick_exactly_one_offered() {
+    fn reply_must_pick_a_type_offered() {
         let offered = RtrTypes::WRITE_READ;
         let pick = |rtr| EnhancedData {
             rtr,
@@ -295,11 +301,25 @@ mod tests {
             check_reply_rtr(offered, Some(&pick(RtrTypes::only(RtrType::Read)))),
             Ok(RtrType::Read)
         );
-        for bad in [
-            RtrTypes::NONE,
-            RtrTypes::only(RtrType::Send),
-            RtrTypes::WRITE_READ,
+        // Several selected: the preferred one in common with the offer.
+        for (selected, want) in [
+            (RtrTypes::WRITE_READ, RtrType::Write),
+            (RtrTypes::ALL, RtrType::Write),
+            (
+                RtrTypes {
+                    write: false,
+                    ..RtrTypes::ALL
+                },
+                RtrType::Read,
+            ),
         ] {
+            assert_eq!(
+                check_reply_rtr(offered, Some(&pick(selected))),
+                Ok(want),
+                "{selected:?}"
+            );
+        }
+        for bad in [RtrTypes::NONE, RtrTypes::only(RtrType::Send)] {
             assert!(matches!(
                 check_reply_rtr(offered, Some(&pick(bad))),
                 Err(StartupError::NoMatchingRtr { .. })

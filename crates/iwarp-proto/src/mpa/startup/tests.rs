@@ -1391,8 +1391,12 @@ fn initiator_checks_the_replys_rtr_selection() {
         ("8010 4010", Some(RtrType::Read)),
         ("0010 4010", Some(RtrType::Read)), // P2P bit not echoed: tolerated
         ("c010 0010", None),                // Send, not offered
-        ("8010 c010", None),                // two selected
         ("8010 0010", None),                // none selected
+        // Several selected: any type in common is taken, Write first, as
+        // Linux siw does (siw_proc_mpareply, siw_qp_mpa_rts).
+        ("8010 c010", Some(RtrType::Write)),
+        ("c010 c010", Some(RtrType::Write)),
+        ("c010 4010", Some(RtrType::Read)), // Send and Read: Read offered
     ];
     for (words, want) in cases {
         let (mut i, _) = initiator(config.clone(), b"", now);
