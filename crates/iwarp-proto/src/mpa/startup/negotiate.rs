@@ -107,11 +107,14 @@ pub(crate) fn responder_ird_ord(initiator: IrdOrd, limits: IrdOrd) -> IrdOrd {
 
 /// The initiator's IRD and ORD once the Reply is in (RFC 6581).
 ///
-/// Our ORD drops to the responder's IRD (we may not have more reads
-/// outstanding than it serves); our IRD drops to the responder's ORD (it
-/// will not have more outstanding). A responder ORD above our IRD is
-/// insufficient IRD (code 0x06) under strict negotiation; relaxed
-/// negotiation keeps our IRD.
+/// Our ORD drops to the responder's IRD: we may not have more Reads
+/// outstanding than it serves. Our IRD becomes the responder's ORD: it may
+/// have that many Reads outstanding, and every one of them must be
+/// served. A responder ORD above our IRD is insufficient IRD: strict
+/// negotiation fails the startup with LLP code 0x06; relaxed negotiation
+/// raises our IRD to it, as Linux siw does (siw_proc_mpareply). Either
+/// way the connection never starts with an IRD that would refuse, with a
+/// Terminate later, a Read the responder was entitled to send.
 pub(crate) fn initiator_ird_ord(
     ours: IrdOrd,
     reply: IrdOrd,
@@ -124,7 +127,7 @@ pub(crate) fn initiator_ird_ord(
         });
     }
     Ok(IrdOrd {
-        ird: ours.ird.min(reply.ord),
+        ird: reply.ord,
         ord: ours.ord.min(reply.ird),
     })
 }
@@ -162,6 +165,7 @@ pub(crate) fn check_reply_rtr(
 
 #[cfg(test)]
 mod tests {
+    use super::super::enhanced::MAX_IRD_ORD;
     use super::*;
 
     fn cfg(min: Revision, max: Revision) -> StartupConfig {
@@ -257,10 +261,39 @@ mod tests {
                 peer_ord: 5
             })
         );
+        // Relaxed: our IRD rises to the responder's ORD, so that every
+        // Read it may have outstanding is served.
         assert_eq!(
             initiator_ird_ord(ours, reply, IrdOrdNegotiation::Relaxed),
-            Ok(IrdOrd::new(2, 8))
+            Ok(IrdOrd::new(5, 8))
         );
+    }
+
+    proptest::proptest! {
+        /// Whatever the Reply says, the initiator either fails with
+        /// insufficient IRD or ends with an IRD that covers the
+        /// responder's ORD and an ORD within the responder's IRD: never a
+        /// connection whose legitimate Reads are refused later.
+        #[test]
+        fn initiator_never_accepts_an_ord_it_cannot_serve(
+            ours_ird in 0..=MAX_IRD_ORD, ours_ord in 0..=MAX_IRD_ORD,
+            reply_ird in 0..=MAX_IRD_ORD, reply_ord in 0..=MAX_IRD_ORD,
+            strict: bool,
+        ) {
+            let mode = if strict { IrdOrdNegotiation::Strict } else { IrdOrdNegotiation::Relaxed };
+            let reply = IrdOrd::new(reply_ird, reply_ord);
+            match initiator_ird_ord(IrdOrd::new(ours_ird, ours_ord), reply, mode) {
+                Ok(got) => {
+                    proptest::prop_assert!(got.ird >= reply.ord);
+                    proptest::prop_assert!(got.ord <= reply.ird && got.ord <= ours_ord);
+                    proptest::prop_assert!(!strict || got.ird <= ours_ird);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(strict && reply_ord > ours_ird);
+                    proptest::prop_assert_eq!(e.llp_error_code(), crate::mpa::LlpErrorCode::InsufficientIrd);
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,97 @@
+//! Conformance rules a user or a peer can see, through the public API and
+//! over real loopback TCP: the IRD/ORD an initiator settles on (RFC 6581),
+//! the Terminate an initiator owes after a valid Reply, reads on a stream
+//! whose ORD is 0, the stream a rejected initiator gets back (RFC 5044
+//! §7.1.2 rule 3), and the access-rights error of a tagged buffer. Peers
+//! that must say something unusual are plain TCP sockets speaking
+//! hand-built octets.
+
+mod common;
+
+use common::*;
+use iwarp::proto::mpa::startup::{EnhancedData, FrameKind, StartupFrameRepr};
+use iwarp::{connect, Access, Config, ProtectionDomain, QpOptions, Revision};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+/// A revision 2 Reply with CRC, no markers, and enhanced data `ird`/`ord`.
+fn enhanced_reply(ird: u16, ord: u16) -> Vec<u8> {
+    StartupFrameRepr {
+        kind: FrameKind::Reply,
+        markers: false,
+        crc: true,
+        rejected: false,
+        revision: Revision::Rev2,
+        enhanced: Some(EnhancedData {
+            ird,
+            ord,
+            ..EnhancedData::default()
+        }),
+        private_data: b"",
+    }
+    .to_bytes()
+    .expect("valid Reply")
+}
+
+/// An RDMA Read Request (untagged, last, QN 1) with `msn`, for `size`
+/// octets of STag `source` at `source_to`, into sink STag 0x77 at
+/// `msn << 16`.
+fn read_request(msn: u32, size: u32, source: u32, source_to: u64) -> Vec<u8> {
+    let mut u = hex("4141 00000000 00000001");
+    u.extend(msn.to_be_bytes());
+    u.extend(0u32.to_be_bytes());
+    u.extend(0x77u32.to_be_bytes());
+    u.extend((u64::from(msn) << 16).to_be_bytes());
+    u.extend(size.to_be_bytes());
+    u.extend(source.to_be_bytes());
+    u.extend(source_to.to_be_bytes());
+    u
+}
+
+/// RFC 6581 with relaxed negotiation (the default): a responder whose ORD
+/// is above our initiator's IRD may have that many Reads outstanding, so
+/// our IRD rises to it and every one of them is answered, none refused
+/// with a Terminate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relaxed_ird_serves_every_read_the_responder_may_issue() {
+    watch_panics();
+    const READS: u32 = 8;
+    let pd = ProtectionDomain::new();
+    let source = region_with(&pd, pattern(4096, 11));
+    let key = source.remote_key();
+    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (mut raw, _) = RawPeer::respond(&tcp, &enhanced_reply(16, READS as u16)).await;
+        let mut burst = Vec::new();
+        for msn in 1..=READS {
+            let to = key.addr + u64::from(msn - 1) * 512;
+            burst.extend(raw.frame(&read_request(msn, 512, key.stag.0, to)));
+        }
+        raw.stream.write_all(&burst).await.unwrap();
+        let mut responses = Vec::new();
+        for _ in 0..READS {
+            responses.push(raw.next_ulpdu().await.expect("a Read Response"));
+        }
+        responses
+    });
+    // Our IRD 2 is below the responder's ORD 8.
+    let cfg = Config::default().ird_ord(2, 16);
+    let qp = within("connect", connect(addr, &cfg, QpOptions::new(pd), b""))
+        .await
+        .expect("connect");
+    assert_eq!(qp.info().ird_ord.map(|v| v.ird), Some(READS as u16));
+    let responses = within("peer", peer).await.unwrap();
+    let data = source.to_vec();
+    for (i, r) in responses.iter().enumerate() {
+        let msn = i as u64 + 1;
+        // Tagged, last, Read Response, to the sink of request `msn`.
+        let mut head = hex("c142 00000077");
+        head.extend((msn << 16).to_be_bytes());
+        assert_eq!(r[..14], head[..], "response {msn}");
+        let at = (msn as usize - 1) * 512;
+        assert_same("read data", &r[14..], &data[at..at + 512]);
+    }
+    assert!(qp.error().is_none(), "{:?}", qp.error());
+    assert_no_panics();
+}
