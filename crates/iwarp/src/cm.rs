@@ -223,7 +223,34 @@ async fn read_until(
 
 /// Exchanges startup octets until the machine reports an event. Returns
 /// the event and the octets read past the peer's frame.
+///
+/// A machine that fails may still owe the peer a last FPDU (the Terminate
+/// an initiator sends after a valid Reply it cannot use, RFC 6581): it is
+/// sent, and the write side closed, before the error is returned and the
+/// stream dropped.
 async fn drive<M: StartupMachine>(
+    stream: &mut TcpStream,
+    m: &mut M,
+    pending: Vec<u8>,
+) -> Result<(Event, Vec<u8>), Error> {
+    let result = exchange(stream, m, pending).await;
+    if result.is_err() {
+        let mut owed = false;
+        while let Some(out) = m.poll_transmit() {
+            owed = true;
+            if stream.write_all(&out).await.is_err() {
+                break;
+            }
+        }
+        if owed {
+            let _ = stream.shutdown().await;
+        }
+    }
+    result
+}
+
+/// The exchange of [`drive`].
+async fn exchange<M: StartupMachine>(
     stream: &mut TcpStream,
     m: &mut M,
     mut pending: Vec<u8>,

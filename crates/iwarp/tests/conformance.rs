@@ -9,24 +9,31 @@
 mod common;
 
 use common::*;
-use iwarp::proto::mpa::startup::{EnhancedData, FrameKind, StartupFrameRepr};
-use iwarp::{connect, Access, Config, ProtectionDomain, QpOptions, Revision};
+use iwarp::proto::mpa::startup::{
+    EnhancedData, FrameKind, IrdOrdNegotiation, RtrTypes, StartupError, StartupFrameRepr,
+};
+use iwarp::{connect, Config, Error, ProtectionDomain, QpOptions, Revision};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 /// A revision 2 Reply with CRC, no markers, and enhanced data `ird`/`ord`.
 fn enhanced_reply(ird: u16, ord: u16) -> Vec<u8> {
+    reply_with(EnhancedData {
+        ird,
+        ord,
+        ..EnhancedData::default()
+    })
+}
+
+/// A revision 2 Reply with CRC, no markers, and `enhanced` data.
+fn reply_with(enhanced: EnhancedData) -> Vec<u8> {
     StartupFrameRepr {
         kind: FrameKind::Reply,
         markers: false,
         crc: true,
         rejected: false,
         revision: Revision::Rev2,
-        enhanced: Some(EnhancedData {
-            ird,
-            ord,
-            ..EnhancedData::default()
-        }),
+        enhanced: Some(enhanced),
         private_data: b"",
     }
     .to_bytes()
@@ -73,7 +80,8 @@ async fn relaxed_ird_serves_every_read_the_responder_may_issue() {
         for _ in 0..READS {
             responses.push(raw.next_ulpdu().await.expect("a Read Response"));
         }
-        responses
+        // Kept open until the checks are done.
+        (responses, raw)
     });
     // Our IRD 2 is below the responder's ORD 8.
     let cfg = Config::default().ird_ord(2, 16);
@@ -81,7 +89,7 @@ async fn relaxed_ird_serves_every_read_the_responder_may_issue() {
         .await
         .expect("connect");
     assert_eq!(qp.info().ird_ord.map(|v| v.ird), Some(READS as u16));
-    let responses = within("peer", peer).await.unwrap();
+    let (responses, _raw) = within("peer", peer).await.unwrap();
     let data = source.to_vec();
     for (i, r) in responses.iter().enumerate() {
         let msn = i as u64 + 1;
@@ -93,5 +101,67 @@ async fn relaxed_ird_serves_every_read_the_responder_may_issue() {
         assert_same("read data", &r[14..], &data[at..at + 512]);
     }
     assert!(qp.error().is_none(), "{:?}", qp.error());
+    assert_no_panics();
+}
+
+/// RFC 6581: our initiator, failing after a valid Reply (strict IRD
+/// negotiation against a larger responder ORD; a Reply selecting only an
+/// RTR type it did not offer), sends the responder a Terminate with LLP
+/// code 0x06 or 0x07 as its only FPDU, then closes; `connect` reports the
+/// startup error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initiator_terminates_after_a_valid_reply_it_cannot_use() {
+    watch_panics();
+    let strict = {
+        let mut c = Config::default().ird_ord(2, 16);
+        c.startup.ird_ord_negotiation = IrdOrdNegotiation::Strict;
+        c
+    };
+    let p2p = Config::default().peer_to_peer(RtrTypes::WRITE_READ);
+    let send_only = EnhancedData {
+        ird: 16,
+        ord: 16,
+        peer_to_peer: true,
+        rtr: RtrTypes {
+            send: true,
+            ..RtrTypes::NONE
+        },
+    };
+    for (cfg, reply, code) in [
+        (strict, enhanced_reply(16, 16), 0x06),
+        (p2p, reply_with(send_only), 0x07),
+    ] {
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let peer = tokio::spawn(async move {
+            let (mut raw, _) = RawPeer::respond(&tcp, &reply).await;
+            let (wire, clean) = raw.read_to_end().await;
+            (wire, clean, raw.framing)
+        });
+        let r = within(
+            "connect",
+            connect(addr, &cfg, QpOptions::new(ProtectionDomain::new()), b""),
+        )
+        .await;
+        match r {
+            Err(Error::Startup(e)) => {
+                assert_eq!(e.llp_error_code().code(), code, "{e:?}");
+                assert!(e.terminate_queued());
+                assert!(
+                    matches!(
+                        e,
+                        StartupError::InsufficientIrd { .. } | StartupError::NoMatchingRtr { .. }
+                    ),
+                    "{e:?}"
+                );
+            }
+            other => panic!("connect: {other:?}"),
+        }
+        let (wire, clean, framing) = within("peer", peer).await.unwrap();
+        let mut ulpdu = hex("4147 00000000 00000002 00000001 00000000");
+        ulpdu.extend([0x20, code, 0, 0]);
+        assert_eq!(wire, first_fpdu(framing.mirrored(), &ulpdu));
+        assert!(clean, "closed, not reset");
+    }
     assert_no_panics();
 }

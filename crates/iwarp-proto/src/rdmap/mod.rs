@@ -22,7 +22,9 @@ pub use opcode::{
 pub use queue_pair::QueuePair;
 pub use read_request::{ReadRequest, READ_REQUEST_LEN};
 pub use rx::PlacementTarget;
-pub use terminate::{TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
+pub use terminate::{
+    terminate_header, TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN, TERMINATE_ULPDU_MAX_LEN,
+};
 pub use transmit::{InlinePayload, LockedTransmit, Transmit, TxPayload};
 pub use work::{
     Completion, CompletionOpcode, CompletionStatus, Event, OneSidedCounters, PostError, QpState,

@@ -25,7 +25,7 @@ use super::error::{ProtocolError, RdmapError};
 use super::opcode::{Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE};
 use super::read_request::{ReadRequest, READ_REQUEST_LEN};
 use super::rx::Rx;
-use super::terminate::{TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
+use super::terminate::{terminate_header, TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
 use super::transmit::{InlinePayload, Transmit, TxPayload};
 use super::work::{
     Completion, CompletionOpcode, CompletionStatus, Event, OneSidedCounters, PostError, QpState,
@@ -603,14 +603,7 @@ impl QueuePair {
         let n = term.emit(&mut payload);
         let msn = self.tx_msn[QN_TERMINATE as usize];
         self.tx_msn[QN_TERMINATE as usize] = msn.wrapping_add(1);
-        let h = SegmentHeader::Untagged(UntaggedHeader {
-            last: true,
-            rsvd_ulp: Opcode::Terminate.control(),
-            rsvd_ulp_word: 0,
-            qn: QN_TERMINATE,
-            msn,
-            mo: 0,
-        });
+        let h = SegmentHeader::Untagged(terminate_header(msn));
         let mut hb = [0u8; UNTAGGED_HEADER_LEN];
         h.emit(&mut hb);
         Transmit::new(&hb, TxPayload::Inline(InlinePayload::new(&payload[..n])))

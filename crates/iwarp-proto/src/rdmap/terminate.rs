@@ -11,12 +11,30 @@
 //! start of the offending FPDU (Intel irdma copies those octets verbatim).
 
 use super::error::ProtocolError;
+use super::opcode::{Opcode, QN_TERMINATE};
 use super::read_request::READ_REQUEST_LEN;
-use crate::ddp::{header::header_len, UNTAGGED_HEADER_LEN};
+use crate::ddp::{header::header_len, SegmentHeader, UntaggedHeader, UNTAGGED_HEADER_LEN};
 
 /// The largest Terminate payload: control word, length, untagged DDP
 /// header, Read Request header.
 pub const TERMINATE_MAX_LEN: usize = 4 + 2 + UNTAGGED_HEADER_LEN + READ_REQUEST_LEN;
+
+/// The largest Terminate ULPDU: its DDP header and the largest payload.
+pub const TERMINATE_ULPDU_MAX_LEN: usize = UNTAGGED_HEADER_LEN + TERMINATE_MAX_LEN;
+
+/// The DDP header a Terminate message travels under (RFC 5040 §4.8):
+/// untagged, a single segment (L set), queue 2, MO 0, message `msn` of
+/// that queue.
+pub fn terminate_header(msn: u32) -> UntaggedHeader {
+    UntaggedHeader {
+        last: true,
+        rsvd_ulp: Opcode::Terminate.control(),
+        rsvd_ulp_word: 0,
+        qn: QN_TERMINATE,
+        msn,
+        mo: 0,
+    }
+}
 
 const M_FLAG: u8 = 0x80;
 const D_FLAG: u8 = 0x40;
@@ -111,6 +129,18 @@ impl TerminateMessage {
         n
     }
 
+    /// Writes the whole ULPDU carrying this message, as message `msn` of
+    /// the Terminate queue, into `out`; returns its length. For a sender
+    /// with no queue pair running yet: an MPA initiator that fails after a
+    /// valid Reply (RFC 6581).
+    pub fn emit_ulpdu(&self, msn: u32, out: &mut [u8; TERMINATE_ULPDU_MAX_LEN]) -> usize {
+        let (header, payload) = out.split_at_mut(UNTAGGED_HEADER_LEN);
+        SegmentHeader::Untagged(terminate_header(msn)).emit(header);
+        let payload: &mut [u8; TERMINATE_MAX_LEN] =
+            payload.try_into().expect("sized by the constants");
+        UNTAGGED_HEADER_LEN + self.emit(payload)
+    }
+
     /// Parses a Terminate payload. Only the first four octets are
     /// required: header copies that are announced but missing or cut
     /// short are left out rather than failing, since the error itself is
@@ -158,6 +188,19 @@ mod tests {
         assert_eq!(&out[..6], &[0x12, 0x02, 0xc0, 0x00, 0x00, 0x22]);
         assert_eq!(&out[6..24], &hdr);
         assert_eq!(TerminateMessage::parse(&out[..n]), Some(t));
+    }
+
+    #[test]
+    fn whole_ulpdu() {
+        let t = TerminateMessage::new(ProtocolError::Llp(
+            crate::mpa::LlpErrorCode::InsufficientIrd,
+        ));
+        let mut out = [0u8; TERMINATE_ULPDU_MAX_LEN];
+        let n = t.emit_ulpdu(1, &mut out);
+        assert_eq!(
+            out[..n],
+            [0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0x20, 0x06, 0, 0]
+        );
     }
 
     #[test]

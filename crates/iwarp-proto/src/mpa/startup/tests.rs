@@ -1304,6 +1304,118 @@ fn insufficient_ird_strict_and_relaxed() {
     both_established(&run);
 }
 
+/// The ULPDU of an LLP Terminate with `code`, MSN 1, no header copies:
+/// written out from RFC 5040 §4.8 and RFC 6581, not built by the crate.
+fn llp_terminate_ulpdu(code: u8) -> Vec<u8> {
+    let mut u = hex("4147 00000000 00000002 00000001 00000000");
+    u.extend([0x20, code, 0, 0]);
+    u
+}
+
+/// The ULPDUs a receiver with `framing` finds in `wire`, and whether any
+/// octet was left over or failed the framing checks.
+fn deframe(framing: FramingParams, wire: &[u8]) -> Vec<Vec<u8>> {
+    let mut rx = crate::mpa::FpduReceiver::new(framing);
+    let mut out = crate::framing::CollectUlpdus::new();
+    assert_eq!(rx.receive(wire, &mut out), Ok(wire.len()), "well framed");
+    assert!(rx.at_fpdu_boundary(), "whole FPDUs");
+    out.complete
+}
+
+/// RFC 6581: an initiator that cannot go on with a valid Reply (the
+/// responder's ORD above its IRD under strict negotiation, no RTR type in
+/// common) owes the responder, already in full operation, a Terminate
+/// with LLP code 0x06 or 0x07 as its first and only FPDU, framed as the
+/// Reply settled (CRC, markers). A Reply it refuses as such (malformed,
+/// markers or CRC it will not do) gets none: RFC 5044 §7.1.2 rule 3
+/// closes.
+#[test]
+fn initiator_terminates_after_a_valid_reply_it_cannot_use() {
+    let now = Instant::now();
+    let strict = StartupConfig {
+        ird: 4,
+        ird_ord_negotiation: IrdOrdNegotiation::Strict,
+        ..cfg()
+    };
+    let p2p = StartupConfig {
+        peer_to_peer: true,
+        rtr_types: RtrTypes::WRITE_READ,
+        ..cfg()
+    };
+    let cases = [
+        // (config, Reply after the key, code, framing our end sends with)
+        (strict.clone(), "5002 0004 0010 0010", 0x06, (true, false)),
+        (
+            StartupConfig {
+                crc: CrcPolicy::Off,
+                ..strict.clone()
+            },
+            "1002 0004 0010 0010",
+            0x06,
+            (false, false),
+        ),
+        // The responder wants markers in what we send.
+        (strict, "d002 0004 0010 0010", 0x06, (true, true)),
+        // Send selected, Write and Read offered.
+        (p2p.clone(), "1002 0004 c010 0010", 0x07, (true, false)),
+        // Nothing selected.
+        (p2p.clone(), "1002 0004 8010 0010", 0x07, (true, false)),
+        // A revision 1 Reply cannot select an RTR.
+        (p2p, "4001 0000", 0x07, (true, false)),
+    ];
+    for (config, words, code, (crc, markers)) in cases {
+        let (mut i, _) = initiator(config, b"", now);
+        let s = feed_whole(&mut i, &reply(words), false, now);
+        let e = s.result.unwrap_err();
+        assert_eq!(e.llp_error_code().code(), code, "{words}: {e:?}");
+        assert!(e.closes_connection());
+        assert!(e.terminate_queued());
+        assert_eq!(s.state, State::Failed);
+        assert!(s.events.is_empty(), "{words}: {:?}", s.events);
+        let ours = FramingParams {
+            crc,
+            send_markers: markers,
+            receive_markers: false,
+        };
+        let ulpdus = deframe(ours.mirrored(), &s.transmit);
+        assert_eq!(ulpdus, [llp_terminate_ulpdu(code)], "{words}");
+        if markers {
+            assert_eq!(s.transmit[..4], [0; 4], "a marker opens the stream");
+        }
+        if !crc {
+            // Written out whole: ULPDU_Length 22, the ULPDU, no pad, a
+            // zero CRC field.
+            let mut want = hex("0016");
+            want.extend(llp_terminate_ulpdu(code));
+            want.extend([0; 4]);
+            assert_eq!(s.transmit, want);
+        }
+        // Nothing more, whatever comes next.
+        assert!(i.handle_input(b"more", now).is_err());
+        assert_eq!(drain(&mut i), b"");
+    }
+    // Replies refused as such: no Terminate.
+    let markers_refused = StartupConfig {
+        send_markers_on_request: false,
+        ..cfg()
+    };
+    let crc_required = StartupConfig {
+        crc: CrcPolicy::Required,
+        ..cfg()
+    };
+    for (config, words) in [
+        (cfg(), "5003 0004 0010 0010"),
+        (markers_refused, "d002 0004 0010 0010"),
+        (crc_required, "1002 0004 0010 0010"),
+        (cfg(), "4002 0000"),
+    ] {
+        let (mut i, _) = initiator(config, b"", now);
+        let s = feed_whole(&mut i, &reply(words), false, now);
+        assert!(!s.result.unwrap_err().terminate_queued(), "{words}");
+        assert_eq!(s.transmit, b"", "{words}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Peer-to-peer RTR selection (RFC 6581)
 
