@@ -9,7 +9,7 @@ mod common;
 use common::{feed, Node, Region, Rng};
 use iwarp_proto::memory::{Access, MemoryBuffer, RegionSpec, STag, StreamId};
 use iwarp_proto::mpa::LlpErrorCode;
-use iwarp_proto::rdmap::{CompletionStatus, Event, ProtocolError, QpState, SendFlags};
+use iwarp_proto::rdmap::{CompletionStatus, Event, PostError, ProtocolError, QpState, SendFlags};
 
 const RW: Access = Access::LOCAL_WRITE.union(Access::REMOTE_WRITE);
 const RECV_ID: u64 = 100;
@@ -360,6 +360,31 @@ fn untagged_2_ird_exceeded() {
         ddp_untagged(0x02),
         &term(1, 2, 0x02, Some(&r2), true),
     );
+}
+
+#[test]
+fn untagged_2_ird_zero_serves_no_read() {
+    // IRD 0 (RFC 6581: this end accepted no Reads): the first Read Request
+    // already finds no "buffer" on queue 1.
+    let mut v = Victim::with(|c| c.ird = 0);
+    let r = read_request(1, 5, 0, 8, v.readable.stag.0, 0x8000);
+    v.expect(&[&r], ddp_untagged(0x02), &term(1, 2, 0x02, Some(&r), true));
+}
+
+#[test]
+fn ord_zero_refuses_reads_at_the_post() {
+    // ORD 0: the peer serves no Reads, so a Read must fail where it is
+    // posted, not go out for the peer to refuse.
+    let mut v = Victim::with(|c| c.ord = 0);
+    let posted = v
+        .node
+        .qp
+        .rdma_read(7, v.writable.sge(0, 16), STag(0x4242), 0);
+    assert_eq!(posted, Err(PostError::ZeroOrd));
+    assert!(v.node.qp.poll_transmit().is_none());
+    assert_eq!(v.node.qp.state(), QpState::ReadyToSend);
+    v.node.drain();
+    assert!(v.node.completions.is_empty());
 }
 
 #[test]

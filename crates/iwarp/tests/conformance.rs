@@ -12,7 +12,8 @@ use common::*;
 use iwarp::proto::mpa::startup::{
     EnhancedData, FrameKind, IrdOrdNegotiation, RtrTypes, StartupError, StartupFrameRepr,
 };
-use iwarp::{connect, Config, Error, ProtectionDomain, QpOptions, Revision};
+use iwarp::proto::rdmap::PostError;
+use iwarp::{connect, Config, Error, IrdOrd, Listener, ProtectionDomain, QpOptions, Revision};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
@@ -163,5 +164,49 @@ async fn initiator_terminates_after_a_valid_reply_it_cannot_use() {
         assert_eq!(wire, first_fpdu(framing.mirrored(), &ulpdu));
         assert!(clean, "closed, not reset");
     }
+    assert_no_panics();
+}
+
+/// An ORD of 0 is 0, not 1: on a connection where the peer serves no
+/// Reads (our initiator offered IRD 0; the responder's application
+/// accepted with IRD 0, as `ib_write_bw` does), a Read fails where it is
+/// posted, with `PostError::ZeroOrd`, and nothing goes out for the peer
+/// to refuse: the connection goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_fail_at_the_post_when_the_ord_is_zero() {
+    watch_panics();
+    let (c, s) = (Endpoint::new(256, 1), Endpoint::new(256, 2));
+    let mut listener = Listener::bind("127.0.0.1:0", Config::default())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let server_opts = s.options();
+    let accept = async move {
+        let req = listener.accept().await.unwrap();
+        req.accept_with(server_opts, b"", Some(IrdOrd::new(0, 16)))
+            .await
+            .unwrap()
+    };
+    let client_cfg = Config::default().ird_ord(0, 16);
+    let (client, server) = within("setup", async {
+        tokio::join!(connect(addr, &client_cfg, c.options(), b""), accept)
+    })
+    .await;
+    let client = client.unwrap();
+    assert_eq!(client.info().ird_ord, Some(IrdOrd::new(0, 0)));
+    assert_eq!(server.info().ird_ord, Some(IrdOrd::new(0, 0)));
+    for (qp, own, peer) in [(&client, &c, &s), (&server, &s, &c)] {
+        let r = qp.rdma_read(9, own.sink.sge(..).unwrap(), peer.out.remote_key());
+        assert!(matches!(r, Err(Error::Post(PostError::ZeroOrd))), "{r:?}");
+        let r = qp.read(own.sink.sge(..).unwrap(), peer.out.remote_key()).await;
+        assert!(matches!(r, Err(Error::Post(PostError::ZeroOrd))), "{r:?}");
+    }
+    // Nothing went out: the connection still moves data.
+    within("Send", client.send(c.out.sge(..).unwrap()))
+        .await
+        .unwrap();
+    assert_recv(&next_recv(&server).await, WR_INBOX, 256);
+    assert!(client.send_cq().is_empty());
+    assert!(client.error().is_none() && server.error().is_none());
     assert_no_panics();
 }

@@ -333,7 +333,8 @@ impl QueuePair {
     /// Posts an RDMA Read of `sge.len` octets from the peer's
     /// `remote_stag` at `remote_to` into `sge` (RFC 5040 §5.2). The sink
     /// needs local and remote write access: the Read Response is a tagged
-    /// write into it.
+    /// write into it. Fails with [`PostError::ZeroOrd`] on a stream whose
+    /// ORD is 0.
     pub fn rdma_read(
         &mut self,
         wr_id: u64,
@@ -341,6 +342,9 @@ impl QueuePair {
         remote_stag: STag,
         remote_to: u64,
     ) -> Result<(), PostError> {
+        if self.cfg.ord == 0 {
+            return Err(PostError::ZeroOrd);
+        }
         // Checked now; the Read Responses are checked again as they land.
         self.local(&sge, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
         let request = ReadRequest {
@@ -613,7 +617,7 @@ impl QueuePair {
     /// alternate, a Read Request waits while ORD reads are outstanding.
     fn start_message(&mut self) -> bool {
         let sq_ready = match self.sq_pending.front() {
-            Some(SqWork::Read { .. }) => self.orq.len() < self.cfg.ord.max(1),
+            Some(SqWork::Read { .. }) => self.orq.len() < self.cfg.ord,
             Some(_) => true,
             None => false,
         };

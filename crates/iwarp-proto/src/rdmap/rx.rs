@@ -362,8 +362,9 @@ impl QueuePair {
                 (buf.len as usize, self.rx.send_progress)
             }
             QN_READ_REQUEST => {
-                // Check 2: the "buffers" of QN 1 are the IRD slots.
-                if self.irq.len() >= self.cfg.ird.max(1) {
+                // Check 2: the "buffers" of QN 1 are the IRD slots; with
+                // IRD 0 there are none.
+                if self.irq.len() >= self.cfg.ird {
                     return Err(held(untagged(UntaggedError::NoBuffer), Culprit::None));
                 }
                 (READ_REQUEST_LEN, 0)

@@ -90,7 +90,9 @@ pub struct StartupConfig {
     pub peer_to_peer: bool,
     /// Initiator: RTR types offered in peer-to-peer mode. Responder: RTR
     /// types accepted; it picks one the initiator offered, preferring
-    /// Write, then Read, then Send.
+    /// Write, then Read, then Send. A zero-length Read RTR takes a Read
+    /// slot at both ends: it is neither offered with an ORD of 0 nor
+    /// accepted with an IRD of 0.
     pub rtr_types: RtrTypes,
     /// The most private data octets (PD_Length, enhanced octets included)
     /// this end takes from a peer's frame (RFC 5044 §7.1.2 rule 9). Raise it
@@ -165,6 +167,11 @@ impl StartupConfig {
             if self.rtr_types.is_empty() {
                 return Err(StartupError::InvalidConfig(
                     "peer-to-peer mode needs at least one RTR type",
+                ));
+            }
+            if self.ord == 0 && !self.rtr_types.write && !self.rtr_types.send {
+                return Err(StartupError::InvalidConfig(
+                    "a Read RTR needs an ORD of at least 1",
                 ));
             }
         }

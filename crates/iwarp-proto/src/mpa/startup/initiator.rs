@@ -67,7 +67,12 @@ impl Initiator {
             ord: config.ord,
             peer_to_peer: config.peer_to_peer,
             rtr: if config.peer_to_peer {
-                config.rtr_types
+                // Only what this end can send: no Read RTR with ORD 0.
+                negotiate::usable_rtr(
+                    config.rtr_types,
+                    Role::Initiator,
+                    Some(IrdOrd::new(config.ird, config.ord)),
+                )
             } else {
                 RtrTypes::NONE
             },
@@ -205,7 +210,9 @@ impl Initiator {
         };
         let rtr = match self.sent.enhanced {
             Some(ours) if ours.peer_to_peer => Some(negotiate::check_reply_rtr(
-                ours.rtr,
+                // A responder granting IRD 0 leaves this end ORD 0: its
+                // selection of a Read RTR cannot be met.
+                negotiate::usable_rtr(ours.rtr, Role::Initiator, ird_ord),
                 reply.enhanced.as_ref(),
             )?),
             _ => None,

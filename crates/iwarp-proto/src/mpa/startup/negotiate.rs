@@ -132,6 +132,20 @@ pub(crate) fn initiator_ird_ord(
     })
 }
 
+/// The RTR types an end can take part in with `ird_ord` (its own IRD and
+/// ORD): a zero-length Read RTR still takes an ORD slot at the initiator
+/// and an IRD slot at the responder, so with a 0 there it is out.
+pub(crate) fn usable_rtr(types: RtrTypes, role: Role, ird_ord: Option<IrdOrd>) -> RtrTypes {
+    let slots = ird_ord.map(|v| match role {
+        Role::Initiator => v.ord,
+        Role::Responder => v.ird,
+    });
+    RtrTypes {
+        read: types.read && slots != Some(0),
+        ..types
+    }
+}
+
 /// The RTR type a responder picks: one the initiator offered and the
 /// responder accepts, preferring Write, then Read, then Send.
 pub(crate) fn select_rtr(offered: RtrTypes, acceptable: RtrTypes) -> Option<RtrType> {
@@ -293,6 +307,26 @@ mod tests {
                     proptest::prop_assert_eq!(e.llp_error_code(), crate::mpa::LlpErrorCode::InsufficientIrd);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_read_rtr_needs_a_read_slot() {
+        for role in [Role::Initiator, Role::Responder] {
+            let none = match role {
+                Role::Initiator => IrdOrd::new(16, 0),
+                Role::Responder => IrdOrd::new(0, 16),
+            };
+            assert_eq!(
+                usable_rtr(RtrTypes::ALL, role, Some(none)),
+                RtrTypes {
+                    read: false,
+                    ..RtrTypes::ALL
+                }
+            );
+            let one = IrdOrd::new(1, 1);
+            assert_eq!(usable_rtr(RtrTypes::ALL, role, Some(one)), RtrTypes::ALL);
+            assert_eq!(usable_rtr(RtrTypes::ALL, role, None), RtrTypes::ALL);
         }
     }
 

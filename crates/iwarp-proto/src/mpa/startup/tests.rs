@@ -1543,6 +1543,69 @@ fn initiator_checks_the_replys_rtr_selection() {
     assert!(matches!(s.result, Err(StartupError::NoMatchingRtr { .. })));
 }
 
+/// A zero-length Read RTR takes an ORD slot at the initiator and an IRD
+/// slot at the responder: with a 0 there (no longer taken as 1), it is
+/// neither offered, nor selected, nor accepted, nor granted away.
+#[test]
+fn a_read_rtr_needs_a_read_slot_at_both_ends() {
+    let now = Instant::now();
+    let p2p = |rtr_types, ird, ord| StartupConfig {
+        peer_to_peer: true,
+        rtr_types,
+        ird,
+        ord,
+        ..cfg()
+    };
+    let read_only = RtrTypes::only(RtrType::Read);
+    // Nothing left to offer.
+    assert!(matches!(
+        Initiator::new(p2p(read_only, 16, 0), b"", now),
+        Err(StartupError::InvalidConfig(_))
+    ));
+    // Write and Read configured, ORD 0: only Write offered.
+    let (_, req) = initiator(p2p(RtrTypes::WRITE_READ, 16, 0), b"", now);
+    assert_eq!(&req[16..24], &hex("5002 0004 8010 8000")[..]);
+    // A responder that would run with IRD 0 refuses a Read-only offer...
+    let no_ird = StartupConfig { ird: 0, ..cfg() };
+    let run = accept_all(p2p(read_only, 16, 16), no_ird.clone());
+    assert!(matches!(
+        refusal(&run.responder_events),
+        Some(StartupError::NoMatchingRtr {
+            detected_by: Role::Responder,
+            ..
+        })
+    ));
+    // ...and picks Write when it can.
+    let run = accept_all(p2p(RtrTypes::ALL, 16, 16), no_ird);
+    let (i, _) = both_established(&run);
+    assert_eq!(i.rtr_to_send(), Some(RtrType::Write));
+    // An application granting IRD 0 keeps the slot a Read RTR needs.
+    let (mut i, req) = initiator(p2p(read_only, 16, 16), b"", now);
+    let mut r = responder(cfg(), now);
+    r.handle_input(&req, now).unwrap();
+    r.accept_with(b"", Some(IrdOrd::new(0, 16))).unwrap();
+    assert_eq!(r.established().unwrap().ird_ord, Some(IrdOrd::new(1, 16)));
+    i.handle_input(&drain(&mut r), now).unwrap();
+    assert_eq!(i.established().unwrap().rtr_to_send(), Some(RtrType::Read));
+    // A Reply selecting Read while granting IRD 0 cannot be met: 0x07,
+    // with the Terminate.
+    let (mut i, _) = initiator(p2p(read_only, 16, 16), b"", now);
+    let s = feed_whole(&mut i, &reply("5002 0004 8000 4010"), false, now);
+    let e = s.result.unwrap_err();
+    assert_eq!(e.llp_error_code(), LlpErrorCode::NoMatchingRtr);
+    assert!(e.terminate_queued());
+    assert_eq!(
+        deframe(
+            FramingParams {
+                crc: true,
+                ..FramingParams::default()
+            },
+            &s.transmit
+        ),
+        [llp_terminate_ulpdu(0x07)]
+    );
+}
+
 #[test]
 fn siw_as_initiator_with_p2p_meets_our_responder() {
     // siw offers Write and Read; we prefer Write.
