@@ -86,8 +86,9 @@ fuzz_target!(|data: &[u8]| {
         });
     }
     let mut cfg = QueuePairConfig::new(pd, StreamId(1));
-    cfg.ird = 1 + (cfg_byte & 3) as usize;
-    cfg.ord = 1 + (cfg_byte >> 2 & 3) as usize;
+    // 0 included: no Read served, none posted.
+    cfg.ird = (cfg_byte & 3) as usize;
+    cfg.ord = (cfg_byte >> 2 & 3) as usize;
     cfg.recv_queue_depth = 4;
     cfg.send_queue_depth = 8;
     let mut qp = QueuePair::new(cfg, Arc::clone(&table));

@@ -681,6 +681,109 @@ fn a_received_terminate_stops_the_stream_and_is_not_answered() {
 }
 
 #[test]
+fn any_received_terminate_ends_the_stream_without_an_answer() {
+    // RFC 5040 §4.8 lays a Terminate out as one last segment on queue 2,
+    // MO 0, next MSN, at most a control word and the header copies. One
+    // that breaks the layout still ends the stream: the peer has stopped,
+    // and answering a Terminate with one helps no one (Linux siw drops
+    // such a stream as well, siw_proc_terminate).
+    let payload = term(1, 2, 0x02, Some(&send(1, 0, &[0; 4])), false);
+    let long: Vec<u8> = payload.iter().copied().chain([0xab; 80]).collect();
+    let cases: [(&str, Vec<u8>, Option<u8>); 7] = [
+        (
+            "L clear",
+            untagged(7, false, 0, 2, 1, 0, &payload),
+            Some(0x02),
+        ),
+        (
+            "longer than the layout",
+            untagged(7, true, 0, 2, 1, 0, &long),
+            Some(0x02),
+        ),
+        (
+            "MSN not the next",
+            untagged(7, true, 0, 2, 5, 0, &payload),
+            Some(0x02),
+        ),
+        (
+            "MO not 0",
+            untagged(7, true, 0, 2, 1, 8, &payload),
+            Some(0x02),
+        ),
+        (
+            "another queue",
+            untagged(7, true, 0, 0, 1, 0, &payload),
+            Some(0x02),
+        ),
+        ("no payload", untagged(7, true, 0, 2, 1, 0, &[]), None),
+        (
+            "cut in the control word",
+            untagged(7, true, 0, 2, 1, 0, &payload[..3]),
+            None,
+        ),
+    ];
+    for (what, segment, code) in cases {
+        let mut v = Victim::new();
+        assert_eq!(v.feed(&segment), Ok(()), "{what}");
+        v.node.drain();
+        assert_eq!(v.node.qp.state(), QpState::Error, "{what}");
+        assert!(v.node.qp.poll_transmit().is_none(), "{what}: answered");
+        assert!(
+            !v.node
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::TerminateSent(_) | Event::LocalError(_))),
+            "{what}: {:?}",
+            v.node.events
+        );
+        let m = v
+            .node
+            .events
+            .iter()
+            .find_map(|e| match e {
+                Event::TerminateReceived(m) => Some(*m),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{what}: not reported"));
+        if let Some(code) = code {
+            assert_eq!(m.error(), Some(ddp_untagged(code)), "{what}");
+        }
+        assert_eq!(v.recv_status(), CompletionStatus::FlushError, "{what}");
+        v.feed(&send(1, 0, &[1; 4])).unwrap();
+        v.assert_untouched();
+    }
+}
+
+proptest::proptest! {
+    /// Whatever its queue, MSN, MO, L flag and payload, an untagged
+    /// Terminate ends the stream unanswered, however it is cut into
+    /// pieces.
+    #[test]
+    fn no_terminate_is_answered(
+        last: bool,
+        qn in proptest::prop_oneof![0u32..4, proptest::num::u32::ANY],
+        msn: u32,
+        mo: u32,
+        payload in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+        seed: u64,
+    ) {
+        let mut v = Victim::new();
+        v.rng = Rng(seed);
+        let segment = untagged(7, last, 0, qn, msn, mo, &payload);
+        proptest::prop_assert_eq!(v.feed(&segment), Ok(()));
+        proptest::prop_assert_eq!(v.node.qp.state(), QpState::Error);
+        proptest::prop_assert!(v.node.qp.poll_transmit().is_none());
+        v.node.drain();
+        proptest::prop_assert!(v
+            .node
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::TerminateReceived(_))));
+        v.assert_untouched();
+    }
+}
+
+#[test]
 fn a_refused_read_completes_with_the_peers_verdict() {
     let mut p = common::Pair::new(1);
     let sink = p.a.region(64, 0, RW, 0);

@@ -12,10 +12,32 @@ use common::*;
 use iwarp::proto::mpa::startup::{
     EnhancedData, FrameKind, IrdOrdNegotiation, RtrTypes, StartupError, StartupFrameRepr,
 };
-use iwarp::proto::rdmap::PostError;
-use iwarp::{connect, Config, Error, IrdOrd, Listener, ProtectionDomain, QpOptions, Revision};
+use iwarp::proto::rdmap::{PostError, TerminateMessage};
+use iwarp::{
+    connect, CompletionStatus, Config, ConnectionError, Error, IrdOrd, Listener, ProtectionDomain,
+    QpOptions, QpState, QueuePair, Revision,
+};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+
+/// A raw MPA initiator (revision 1, CRC) connected to our listener,
+/// which accepts with `opts`.
+async fn raw_initiator(opts: QpOptions) -> (RawPeer, QueuePair) {
+    let mut listener = Listener::bind("127.0.0.1:0", Config::default())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let request = startup_frame(FrameKind::Request, Revision::Rev1, true, b"");
+    let accept = async move {
+        let req = listener.accept().await.unwrap();
+        req.accept(opts, b"").await.unwrap()
+    };
+    let ((raw, _), qp) = within("raw startup", async {
+        tokio::join!(RawPeer::initiate(addr, &request), accept)
+    })
+    .await;
+    (raw, qp)
+}
 
 /// A revision 2 Reply with CRC, no markers, and enhanced data `ird`/`ord`.
 fn enhanced_reply(ird: u16, ord: u16) -> Vec<u8> {
@@ -198,7 +220,9 @@ async fn reads_fail_at_the_post_when_the_ord_is_zero() {
     for (qp, own, peer) in [(&client, &c, &s), (&server, &s, &c)] {
         let r = qp.rdma_read(9, own.sink.sge(..).unwrap(), peer.out.remote_key());
         assert!(matches!(r, Err(Error::Post(PostError::ZeroOrd))), "{r:?}");
-        let r = qp.read(own.sink.sge(..).unwrap(), peer.out.remote_key()).await;
+        let r = qp
+            .read(own.sink.sge(..).unwrap(), peer.out.remote_key())
+            .await;
         assert!(matches!(r, Err(Error::Post(PostError::ZeroOrd))), "{r:?}");
     }
     // Nothing went out: the connection still moves data.
@@ -208,5 +232,59 @@ async fn reads_fail_at_the_post_when_the_ord_is_zero() {
     assert_recv(&next_recv(&server).await, WR_INBOX, 256);
     assert!(client.send_cq().is_empty());
     assert!(client.error().is_none() && server.error().is_none());
+    assert_no_panics();
+}
+
+/// A Terminate that breaks RFC 5040 §4.8's layout (the wrong MSN or
+/// queue, MO not 0, L clear, a payload longer than the layout) still ends
+/// the stream: our end reports the peer's message, flushes its work and
+/// closes without a Terminate of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminate_out_of_layout_is_not_answered() {
+    watch_panics();
+    // RDMAP, remote operation error, unspecified; no header copies.
+    let payload = hex("02ff 0000");
+    let long: Vec<u8> = payload.iter().copied().chain([0xab; 100]).collect();
+    let cases = [
+        (
+            "MSN 5",
+            "4147 00000000 00000002 00000005 00000000",
+            &payload,
+        ),
+        (
+            "queue 0",
+            "4147 00000000 00000000 00000001 00000000",
+            &payload,
+        ),
+        ("MO 8", "4147 00000000 00000002 00000001 00000008", &payload),
+        (
+            "L clear",
+            "0147 00000000 00000002 00000001 00000000",
+            &payload,
+        ),
+        ("long", "4147 00000000 00000002 00000001 00000000", &long),
+    ];
+    for (what, header, payload) in cases {
+        let pd = ProtectionDomain::new();
+        let inbox = region(&pd, 64);
+        let opts = QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap());
+        let (mut raw, qp) = raw_initiator(opts).await;
+        let mut t = hex(header);
+        t.extend(payload.iter());
+        raw.send_ulpdu(&t).await;
+        let (got, _) = raw.read_to_end().await;
+        assert_eq!(got, b"", "{what}: no Terminate answers a Terminate");
+        within("our end closed", qp.closed()).await;
+        let c = next_recv(&qp).await;
+        assert_eq!(c.status, CompletionStatus::FlushError, "{what}");
+        assert_eq!(qp.state(), QpState::Error, "{what}");
+        assert_eq!(
+            qp.error(),
+            Some(ConnectionError::TerminateReceived(
+                TerminateMessage::parse(&payload[..]).unwrap()
+            )),
+            "{what}"
+        );
+    }
     assert_no_panics();
 }

@@ -21,7 +21,7 @@ use crate::memory::{Access, AccessViolation, MemoryBuffer, RegionSlice, STag};
 
 use super::error::{OperationError, ProtectionError, ProtocolError, RdmapError};
 use super::opcode::{
-    control_opcode, control_version, Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, RDMAP_VERSION,
+    control_opcode, control_version, Opcode, QN_READ_REQUEST, QN_SEND, RDMAP_VERSION,
 };
 use super::queue_pair::{Culprit, QueuePair, ReadJob};
 use super::read_request::{ReadRequest, READ_REQUEST_LEN};
@@ -82,7 +82,8 @@ pub(super) struct Rx {
     inline: [u8; TERMINATE_MAX_LEN],
     inline_len: usize,
     pending: Option<Pending>,
-    /// Next expected MSN per untagged queue (RFC 5041 §4.3: starts at 1).
+    /// Next expected MSN per untagged queue (RFC 5041 §4.3: starts at 1);
+    /// queue 2's is never checked (a Terminate ends the stream anyway).
     msn: [u32; 3],
     /// Octets of the current Send message placed so far.
     send_progress: u32,
@@ -237,6 +238,17 @@ impl QueuePair {
             }
         };
         self.rx.opcode = Some(opcode);
+        if opcode == Opcode::Terminate {
+            // RFC 5040 §4.8 lays a Terminate out as the one last segment
+            // of a message on queue 2, MO 0, the next MSN, its payload at
+            // most a control word and header copies. One that breaks the
+            // layout still ends the stream: the peer has stopped, and a
+            // Terminate answering a Terminate helps no one (Linux siw,
+            // siw_proc_terminate, drops such a stream as well). So none of
+            // the untagged checks apply; what fits the layout is kept.
+            self.rx.target = Target::Inline;
+            return;
+        }
         let checked = match header {
             SegmentHeader::Tagged(h) => self.check_tagged(opcode, &h, payload_len),
             SegmentHeader::Untagged(h) => self.check_untagged(opcode, &h, payload_len),
@@ -369,7 +381,9 @@ impl QueuePair {
                 }
                 (READ_REQUEST_LEN, 0)
             }
-            _ => (TERMINATE_MAX_LEN, 0),
+            // Check 1 tied the opcode to its queue, and a Terminate (queue
+            // 2) is never checked: no other queue is valid.
+            _ => return Err(held(untagged(UntaggedError::InvalidQn), Culprit::None)),
         };
         let recv = |s| {
             if h.qn == QN_SEND && ahead == 0 {
@@ -404,7 +418,7 @@ impl QueuePair {
                 // RFC 5040 §4.4: one segment carrying the whole header.
                 Err(held(operation(OperationError::Unspecified), Culprit::None))
             }
-            Opcode::ReadRequest | Opcode::Terminate => Ok(Target::Inline),
+            Opcode::ReadRequest => Ok(Target::Inline),
             _ if len == 0 => Ok(Target::None),
             _ => {
                 let buf = self.rq.front().expect("checked non-empty");
@@ -537,6 +551,19 @@ impl QueuePair {
         let header = self.rx.header.expect("header parsed");
         let opcode = self.rx.opcode.expect("opcode parsed");
         let len = (self.rx.ulpdu_len - header.len()) as u32;
+        if opcode == Opcode::Terminate {
+            let msg = TerminateMessage::parse(&self.rx.inline[..self.rx.inline_len]).unwrap_or(
+                TerminateMessage {
+                    layer: 0xf,
+                    etype: 0xf,
+                    code: 0xff,
+                    ddp: None,
+                    rdmap: None,
+                },
+            );
+            self.terminated_by_peer(msg);
+            return Ok(());
+        }
         match header {
             SegmentHeader::Tagged(h) => {
                 self.rx.tagged = (!h.last).then_some(TaggedInProgress {
@@ -569,22 +596,11 @@ impl QueuePair {
                     }
                     Ok(())
                 }
-                QN_READ_REQUEST => {
+                // The untagged checks tied every other opcode to its
+                // queue: this one is queue 1.
+                _ => {
                     self.rx.msn[QN_READ_REQUEST as usize] = h.msn.wrapping_add(1);
                     self.accept_read_request(&header)
-                }
-                _ => {
-                    self.rx.msn[QN_TERMINATE as usize] = h.msn.wrapping_add(1);
-                    let msg = TerminateMessage::parse(&self.rx.inline[..self.rx.inline_len])
-                        .unwrap_or(TerminateMessage {
-                            layer: 0xf,
-                            etype: 0xf,
-                            code: 0xff,
-                            ddp: None,
-                            rdmap: None,
-                        });
-                    self.terminated_by_peer(msg);
-                    Ok(())
                 }
             },
         }
