@@ -221,10 +221,21 @@ fn tagged_1_stag_bound_to_another_stream() {
 
 #[test]
 fn tagged_2_no_remote_write_right() {
-    // RFC 5041 has no code for it: RDMAP remote protection, access rights.
+    // RFC 5041 §7.1 tagged check 2 ("The STag has an associated buffer
+    // that allows Placement of the payload") fails, and §7.2 says its
+    // error numbers "MUST be used when reporting errors to the ULP": DDP
+    // tagged buffer error, invalid STag (the table has no access-rights
+    // code), as Linux siw reports it. Not RDMAP's remote protection code.
     let mut v = Victim::new();
     let s = tagged(0, true, v.private.stag.0, 0x9000, &[1; 16]);
-    v.expect(&[&s], rdmap(1, 0x02), &term(0, 1, 0x02, Some(&s), false));
+    v.expect(&[&s], ddp_tagged(0x00), &term(1, 1, 0x00, Some(&s), false));
+}
+
+#[test]
+fn read_source_without_the_read_right_is_rdmaps_to_report() {
+    // The Read Request is checked by RDMAP at the Data Source (RFC 5040
+    // §5.2), not by DDP placement: there the access-rights code exists.
+    read_source_error(|v| (v.private.stag.0, 0x9000, 8), 0x02);
 }
 
 #[test]

@@ -143,11 +143,16 @@ fn tagged_error(v: AccessViolation) -> ProtocolError {
         AccessViolation::NotAssociated => DdpError::Tagged(TaggedError::NotAssociated).into(),
         AccessViolation::BaseBounds => DdpError::Tagged(TaggedError::BaseBounds).into(),
         AccessViolation::ToWrap => DdpError::Tagged(TaggedError::ToWrap).into(),
-        // RFC 5041 has no code for a right the region lacks; RFC 5040's
-        // remote protection error does (Intel irdma does the same).
-        AccessViolation::AccessRights => {
-            RdmapError::RemoteProtection(ProtectionError::AccessRights).into()
-        }
+        // A region without the right to be written fails RFC 5041 §7.1
+        // tagged check 2, "The STag has an associated buffer that allows
+        // Placement of the payload", and §7.2 says: "The following error
+        // numbers MUST be used when reporting errors to the ULP. They
+        // correspond to the checks enumerated in section 7.1." Its table
+        // has no access-rights code; invalid STag is the one that fits
+        // (this STag is not valid for placement), and the one Linux siw
+        // sends (siw_tagged_error). RDMAP's access-rights code (RFC 5040)
+        // is for what RDMAP checks itself: a Read Request's source.
+        AccessViolation::AccessRights => DdpError::Tagged(TaggedError::InvalidStag).into(),
     }
 }
 
