@@ -622,6 +622,51 @@ fn read_response_must_match_the_outstanding_read() {
 }
 
 #[test]
+fn read_response_shorter_than_the_read() {
+    // RFC 5041 §5.2: "the Data Sink is not required to verify that the
+    // entire ULP Message has been received"; not required, so allowed.
+    // A Read Response whose L flag comes before the requested size would
+    // otherwise complete the Read as a success over octets never written,
+    // so it is a base-or-bounds error, as Linux siw reports it
+    // (siw_rresp_check_ntoh). What came before it stays placed; the
+    // short segment is not; the Read completes with a fatal error and the
+    // octets it did receive.
+    for (segments, placed) in [
+        (vec![(true, 0x1000, 12)], 0),
+        (vec![(false, 0x1000, 8), (true, 0x1008, 4)], 8),
+        (vec![(true, 0x1000, 0)], 0),
+    ] {
+        let mut v = Victim::new();
+        v.node
+            .qp
+            .rdma_read(7, v.writable.sge(0, 16), STag(0x4242), 0)
+            .unwrap();
+        assert!(v.node.qp.poll_transmit().is_some());
+        let segs: Vec<Vec<u8>> = segments
+            .iter()
+            .map(|&(last, to, len)| tagged(2, last, v.writable.stag.0, to, &vec![0xab; len]))
+            .collect();
+        // `expect` checks that nothing at all was placed; here the
+        // segments before the short one legitimately were.
+        let (last, init) = segs.split_last().unwrap();
+        for s in init {
+            v.feed(s).unwrap();
+        }
+        assert_eq!(v.feed(last), Err(ddp_tagged(0x01)), "{segments:?}");
+        let t = v.node.qp.poll_transmit().unwrap().to_vec().unwrap();
+        assert_eq!(t[18..], term(1, 1, 0x01, Some(last), false)[..]);
+        v.node.drain();
+        let c = v.node.completions.iter().find(|c| c.wr_id == 7).unwrap();
+        assert_eq!(c.status, CompletionStatus::FatalError, "{segments:?}");
+        assert_eq!(c.byte_len, placed, "{segments:?}");
+        let b = v.writable.bytes();
+        assert!(b[..placed as usize].iter().all(|&x| x == 0xab));
+        assert!(b[placed as usize..].iter().all(|&x| x == 0x22));
+        v.writable.assert_canaries();
+    }
+}
+
+#[test]
 fn read_sink_invalidated_before_the_response() {
     let mut v = Victim::new();
     v.node

@@ -307,6 +307,13 @@ impl QueuePair {
         if opcode == Opcode::ReadResponse {
             let head = self.orq.front().expect("checked above");
             let total = head.received as u64 + len as u64;
+            // More than was asked for would write past the sink. Less,
+            // with L set: RFC 5041 §5.2 says "the Data Sink is not
+            // required to verify that the entire ULP Message has been
+            // received", which leaves the check allowed, and without it the
+            // Read would complete as a success over octets never written.
+            // Both are base-or-bounds errors, as Linux siw reports them
+            // (siw_rresp_check_ntoh).
             if total > head.len as u64 || (h.last && total != head.len as u64) {
                 return Err(held(
                     DdpError::Tagged(TaggedError::BaseBounds).into(),
