@@ -1,6 +1,6 @@
 //! Arbitrary ULPDU sequences into a receiving queue pair with registered
 //! regions, interleaved with local work requests, invalidations, direct
-//! placement and LLP errors: it must never panic, never write outside a
+//! placement, LLP errors and closes: it must never panic, never write outside a
 //! region, never write a region that grants no write right, and never
 //! place anything once the stream has failed.
 #![no_main]
@@ -139,8 +139,12 @@ fuzz_target!(|data: &[u8]| {
                 }
                 if aim & 0x20 == 0 {
                     let _ = qp.ulpdu_end();
-                } else {
+                } else if aim & 0x10 == 0 {
                     qp.handle_llp_error(LlpErrorCode::CrcError);
+                } else {
+                    // The LLP closed mid-ULPDU; a careless caller goes on
+                    // feeding it (the rest comes with the next command).
+                    qp.handle_llp_closed();
                 }
             }
             3 => {
@@ -181,8 +185,8 @@ fuzz_target!(|data: &[u8]| {
                 while qp.poll_event().is_some() {}
             }
         }
-        // Once failed, nothing more is placed.
-        if matches!(qp.state(), QpState::Terminate | QpState::Error) {
+        // Once failed or closed, nothing more is placed.
+        if matches!(qp.state(), QpState::Terminate | QpState::Error | QpState::Closed) {
             let now: Vec<Vec<u8>> = regions.iter().map(|r| r.buffer.to_vec()).collect();
             if let Some(before) = &failed_snapshot {
                 assert!(before == &now, "placement after the stream failed");

@@ -713,6 +713,142 @@ fn llp_errors_terminate_with_layer_2() {
     }
 }
 
+#[test]
+fn feeding_after_the_llp_closed_is_ignored() {
+    // A caller that goes on feeding the ULPDU in progress after
+    // `handle_llp_closed` (a misuse: the stream is gone) must not make the
+    // engine panic, place or deliver anything: receiving stops with the
+    // LLP. The work the ULPDU would have completed was flushed.
+    use iwarp_proto::framing::UlpduSink;
+    for read_response in [true, false] {
+        for cut in [1, 14, 20] {
+            let mut v = Victim::new();
+            let ulpdu = if read_response {
+                tagged(2, true, v.writable.stag.0, 0x1000, &[0xab; 16])
+            } else {
+                send(1, 0, &[0xcd; 8])
+            };
+            v.node
+                .qp
+                .rdma_read(7, v.writable.sge(0, 16), STag(0x4242), 0)
+                .unwrap();
+            assert!(v.node.qp.poll_transmit().is_some());
+            let qp = &mut v.node.qp;
+            qp.ulpdu_begin(ulpdu.len()).unwrap();
+            qp.ulpdu_data(&ulpdu[..cut]).unwrap();
+            qp.handle_llp_closed();
+            assert!(!qp.is_receiving());
+            let before: Vec<_> = v.regions().iter().map(|(r, _)| r.bytes()).collect();
+            let qp = &mut v.node.qp;
+            assert_eq!(qp.ulpdu_data(&ulpdu[cut..]), Ok(()));
+            assert_eq!(qp.ulpdu_end(), Ok(()));
+            assert_eq!(qp.place_direct(8, |d| d.len()), 0);
+            assert!(qp.placement_target().is_none());
+            v.node.drain();
+            assert_eq!(v.node.qp.state(), QpState::Error);
+            assert!(v.node.qp.poll_transmit().is_none());
+            let statuses: Vec<_> = v.node.completions.iter().map(|c| c.status).collect();
+            assert_eq!(statuses, [CompletionStatus::FlushError; 2], "{cut}");
+            let after: Vec<_> = v.regions().iter().map(|(r, _)| r.bytes()).collect();
+            assert_eq!(before, after, "placed after the close");
+            for (r, _) in v.regions() {
+                r.assert_canaries();
+            }
+        }
+    }
+}
+
+/// An engine call, for the misuse property test.
+#[derive(Debug, Clone)]
+enum Call {
+    Begin(usize),
+    Data(Vec<u8>),
+    End,
+    PlaceDirect(usize),
+    LlpClosed,
+    LlpError,
+    Close,
+    PostRecv,
+    PostRead,
+    PollTransmit,
+}
+
+fn call() -> impl proptest::strategy::Strategy<Value = Call> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0usize..80).prop_map(Call::Begin),
+        proptest::collection::vec(any::<u8>(), 1..40).prop_map(Call::Data),
+        Just(Call::End),
+        (0usize..40).prop_map(Call::PlaceDirect),
+        Just(Call::LlpClosed),
+        Just(Call::LlpError),
+        Just(Call::Close),
+        Just(Call::PostRecv),
+        Just(Call::PostRead),
+        Just(Call::PollTransmit),
+    ]
+}
+
+proptest::proptest! {
+    /// The engine's entry points called in any order, ULPDUs cut anywhere
+    /// and pieces fed outside any ULPDU or after the LLP closed: nothing
+    /// panics, and once the LLP has closed nothing more is placed.
+    #[test]
+    fn engine_calls_in_any_order_never_panic(
+        calls in proptest::collection::vec(call(), 0..60),
+        header in 0usize..3,
+    ) {
+        use iwarp_proto::framing::UlpduSink;
+        let mut v = Victim::new();
+        // Real header octets, so that some calls go past the checks.
+        let prefix = match header {
+            0 => tagged(2, true, v.writable.stag.0, 0x1000, &[]),
+            1 => send(1, 0, &[]),
+            _ => tagged(0, true, v.writable.stag.0, 0x1000, &[]),
+        };
+        let mut closed: Option<Vec<Vec<u8>>> = None;
+        for c in calls {
+            let qp = &mut v.node.qp;
+            let closes = matches!(c, Call::LlpClosed);
+            match c {
+                Call::Begin(n) => {
+                    let _ = qp.ulpdu_begin(prefix.len() + n);
+                    let _ = qp.ulpdu_data(&prefix);
+                }
+                Call::Data(d) => {
+                    let _ = qp.ulpdu_data(&d);
+                }
+                Call::End => {
+                    let _ = qp.ulpdu_end();
+                }
+                Call::PlaceDirect(n) => {
+                    qp.place_direct(n, |d| d.len());
+                }
+                Call::LlpClosed => qp.handle_llp_closed(),
+                Call::LlpError => qp.handle_llp_error(LlpErrorCode::CrcError),
+                Call::Close => qp.close(),
+                Call::PostRecv => {
+                    let _ = qp.post_recv(1, v.recv.sge(0, 64));
+                }
+                Call::PostRead => {
+                    let _ = qp.rdma_read(2, v.writable.sge(0, 64), STag(0x4242), 0);
+                }
+                Call::PollTransmit => while qp.poll_transmit().is_some() {},
+            }
+            v.node.drain();
+            let now: Vec<_> = v.regions().iter().map(|(r, _)| r.bytes()).collect();
+            if let Some(then) = &closed {
+                proptest::prop_assert_eq!(then, &now, "placed after the LLP closed");
+            } else if closes {
+                closed = Some(now);
+            }
+        }
+        for (r, _) in v.regions() {
+            r.assert_canaries();
+        }
+    }
+}
+
 // ---- Terminate received ---------------------------------------------------
 
 #[test]

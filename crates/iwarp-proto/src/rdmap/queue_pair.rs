@@ -411,8 +411,11 @@ impl QueuePair {
     /// The LLP stream closed (the peer's FIN, or the runtime closed it).
     /// After a graceful close this ends in [`QpState::Closed`]; otherwise
     /// it is an abortive teardown and ends in [`QpState::Error`]. Every
-    /// outstanding work request completes with a flush error.
+    /// outstanding work request completes with a flush error, and
+    /// receiving stops: nothing fed afterwards, the rest of a ULPDU in
+    /// progress included, is placed or delivered.
     pub fn handle_llp_closed(&mut self) {
+        self.rx.stop();
         if matches!(self.state, QpState::Error | QpState::Closed) {
             return;
         }

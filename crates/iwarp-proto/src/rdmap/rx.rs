@@ -167,6 +167,16 @@ fn protection_error(v: AccessViolation) -> ProtocolError {
     RdmapError::RemoteProtection(p).into()
 }
 
+/// The work request a segment was checked against at its header is gone
+/// at its end: the queues were flushed in between. Receiving stops before
+/// any flush, so only a caller that breaks the sink contract gets here;
+/// it gets an error, not a panic.
+const WORK_GONE: Pending = Pending {
+    error: ProtocolError::Ddp(DdpError::LocalCatastrophic),
+    copy_ddp: false,
+    culprit: Culprit::None,
+};
+
 fn untagged(e: UntaggedError) -> ProtocolError {
     DdpError::Untagged(e).into()
 }
@@ -590,11 +600,14 @@ impl QueuePair {
                     }
                 }
                 if opcode == Opcode::ReadResponse {
-                    let head = self.orq.front_mut().expect("checked at header");
+                    // Checked at the header; gone only if the queue was
+                    // flushed since, which stops receiving first.
+                    let head = self.orq.front_mut().ok_or(WORK_GONE)?;
                     head.received += len;
                     if h.last {
-                        let head = self.orq.pop_front().expect("checked at header");
-                        self.complete_sq(head.seq, CompletionStatus::Success, head.received);
+                        let (seq, received) = (head.seq, head.received);
+                        self.orq.pop_front();
+                        self.complete_sq(seq, CompletionStatus::Success, received);
                         self.read_finished();
                     }
                 }
@@ -651,7 +664,7 @@ impl QueuePair {
                 }
             }
         }
-        let recv = self.rq.pop_front().expect("checked at header");
+        let recv = self.rq.pop_front().ok_or(WORK_GONE)?;
         self.push_completion(Completion {
             wr_id: recv.wr_id,
             status: CompletionStatus::Success,
