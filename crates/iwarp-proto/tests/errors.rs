@@ -219,13 +219,15 @@ fn tagged_1_stag_bound_to_another_stream() {
     assert_eq!(buf.to_vec(), vec![0; 64]);
 }
 
+//= rfc5041#7.2
+//= type=test
+//# The following error numbers MUST be used when reporting errors to
+//# the ULP.
 #[test]
 fn tagged_2_no_remote_write_right() {
-    // RFC 5041 §7.1 tagged check 2 ("The STag has an associated buffer
-    // that allows Placement of the payload") fails, and §7.2 says its
-    // error numbers "MUST be used when reporting errors to the ULP": DDP
-    // tagged buffer error, invalid STag (the table has no access-rights
-    // code), as Linux siw reports it. Not RDMAP's remote protection code.
+    // Tagged check 2 (a buffer that allows Placement) fails: DDP tagged
+    // buffer error, invalid STag (the table has no access-rights code), as
+    // Linux siw reports it. Not RDMAP's remote protection code.
     let mut v = Victim::new();
     let s = tagged(0, true, v.private.stag.0, 0x9000, &[1; 16]);
     v.expect(&[&s], ddp_tagged(0x00), &term(1, 1, 0x00, Some(&s), false));

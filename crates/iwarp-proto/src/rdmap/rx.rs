@@ -143,15 +143,18 @@ fn tagged_error(v: AccessViolation) -> ProtocolError {
         AccessViolation::NotAssociated => DdpError::Tagged(TaggedError::NotAssociated).into(),
         AccessViolation::BaseBounds => DdpError::Tagged(TaggedError::BaseBounds).into(),
         AccessViolation::ToWrap => DdpError::Tagged(TaggedError::ToWrap).into(),
-        // A region without the right to be written fails RFC 5041 §7.1
-        // tagged check 2, "The STag has an associated buffer that allows
-        // Placement of the payload", and §7.2 says: "The following error
-        // numbers MUST be used when reporting errors to the ULP. They
-        // correspond to the checks enumerated in section 7.1." Its table
-        // has no access-rights code; invalid STag is the one that fits
-        // (this STag is not valid for placement), and the one Linux siw
-        // sends (siw_tagged_error). RDMAP's access-rights code (RFC 5040)
-        // is for what RDMAP checks itself: a Read Request's source.
+        // A region without the right to be written fails tagged check 2:
+        //= rfc5041#7.1
+        //# 2.  The STag has an associated buffer that allows Placement of
+        //#     the payload.
+        // and DDP's own numbers are the ones to report:
+        //= rfc5041#7.2
+        //# The following error numbers MUST be used when reporting errors to
+        //# the ULP. They correspond to the checks enumerated in section 7.1.
+        // The table has no access-rights code; invalid STag is the one that
+        // fits (this STag is not valid for placement), and the one Linux
+        // siw sends (siw_tagged_error). RDMAP's access-rights code (RFC
+        // 5040) is for what RDMAP checks itself: a Read Request's source.
         AccessViolation::AccessRights => DdpError::Tagged(TaggedError::InvalidStag).into(),
     }
 }
@@ -318,11 +321,13 @@ impl QueuePair {
             let head = self.orq.front().expect("checked above");
             let total = head.received as u64 + len as u64;
             // More than was asked for would write past the sink. Less,
-            // with L set: RFC 5041 §5.2 says "the Data Sink is not
-            // required to verify that the entire ULP Message has been
-            // received", which leaves the check allowed, and without it the
-            // Read would complete as a success over octets never written.
-            // Both are base-or-bounds errors, as Linux siw reports them
+            // with L set, is a check DDP may leave out:
+            //= rfc5041#5.2
+            //# For either Untagged or Tagged DDP Messages, the Data Sink is not
+            //# required to verify that the entire ULP Message has been received.
+            // Not required, so allowed, and without it the Read would
+            // complete as a success over octets never written. Both are
+            // base-or-bounds errors, as Linux siw reports them
             // (siw_rresp_check_ntoh).
             if total > head.len as u64 || (h.last && total != head.len as u64) {
                 return Err(held(
