@@ -121,9 +121,12 @@ pub async fn connect_stream(
             let (event, leftover) = drive(&mut stream, &mut m, Vec::new()).await?;
             match event {
                 Event::Established(e) => (e, leftover),
+                // RFC 5044 §7.1.2 rule 3: MPA is over, TCP is not.
                 Event::Rejected(r) => {
                     return Err(Error::Rejected {
                         private_data: r.private_data,
+                        stream,
+                        after_reply: leftover,
                     })
                 }
                 Event::RequestReceived(_) | Event::Refused(_) => {

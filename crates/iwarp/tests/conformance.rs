@@ -17,7 +17,7 @@ use iwarp::{
     connect, CompletionStatus, Config, ConnectionError, Error, IrdOrd, Listener, ProtectionDomain,
     QpOptions, QpState, QueuePair, Revision,
 };
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 /// A raw MPA initiator (revision 1, CRC) connected to our listener,
@@ -286,5 +286,71 @@ async fn a_terminate_out_of_layout_is_not_answered() {
             "{what}"
         );
     }
+    assert_no_panics();
+}
+
+/// RFC 5044 §7.1.2 rule 3: a Reply with R set ends MPA and leaves the TCP
+/// connection open. Our initiator hands it back with the rejection, with
+/// the octets that already followed the Reply, so that the application
+/// can go on in streaming mode (or drop it to close).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_initiator_gets_its_stream_back() {
+    watch_panics();
+    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let reply = StartupFrameRepr {
+        kind: FrameKind::Reply,
+        markers: false,
+        crc: true,
+        rejected: true,
+        revision: Revision::Rev2,
+        enhanced: Some(EnhancedData::REJECT),
+        private_data: b"not today",
+    }
+    .to_bytes()
+    .unwrap();
+    const AFTER: &[u8] = b"streaming mode goes on";
+    let peer = tokio::spawn(async move {
+        let (mut s, _) = tcp.accept().await.unwrap();
+        read_startup_frame(&mut s).await;
+        // The Reply and what follows it in one write.
+        let mut out = reply;
+        out.extend_from_slice(AFTER);
+        s.write_all(&out).await.unwrap();
+        let mut answer = [0u8; 2];
+        within("the answer", s.read_exact(&mut answer)).await.unwrap();
+        s.shutdown().await.unwrap();
+        answer
+    });
+    let r = within(
+        "connect",
+        connect(
+            addr,
+            &Config::default(),
+            QpOptions::new(ProtectionDomain::new()),
+            b"",
+        ),
+    )
+    .await;
+    let Err(Error::Rejected {
+        private_data,
+        mut stream,
+        after_reply,
+    }) = r
+    else {
+        panic!("connect: {r:?}");
+    };
+    assert_eq!(private_data, b"not today");
+    let mut got = after_reply;
+    while got.len() < AFTER.len() {
+        let mut buf = [0u8; 64];
+        let n = within("streaming data", stream.read(&mut buf)).await.unwrap();
+        assert!(n > 0, "closed early");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, AFTER);
+    stream.write_all(b"ok").await.unwrap();
+    assert_eq!(within("peer", peer).await.unwrap(), *b"ok");
+    assert_eq!(drain_to_end(&mut stream).await, b"");
     assert_no_panics();
 }

@@ -199,7 +199,7 @@ impl Backend for IwarpBackend {
                     addr,
                     source: std::io::ErrorKind::ConnectionRefused.into(),
                 },
-                iwarp::Error::Rejected { private_data } => PerfError::Remote {
+                iwarp::Error::Rejected { private_data, .. } => PerfError::Remote {
                     peer: "server",
                     message: String::from_utf8_lossy(&private_data).into_owned(),
                 },
