@@ -321,7 +321,7 @@ fn start(
             (
                 info,
                 Framer::Mpa(tx),
-                Deframer::Mpa(FpduReceiver::new(framing)),
+                Deframer::Mpa(FpduReceiver::new(framing).with_placement(config.placement)),
             )
         }
         Settled::Ift(params, role) => {

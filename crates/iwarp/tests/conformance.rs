@@ -1,10 +1,10 @@
 //! Conformance rules a user or a peer can see, through the public API and
 //! over real loopback TCP: the IRD/ORD an initiator settles on (RFC 6581),
 //! the Terminate an initiator owes after a valid Reply, reads on a stream
-//! whose ORD is 0, the stream a rejected initiator gets back (RFC 5044
-//! §7.1.2 rule 3), and the access-rights error of a tagged buffer. Peers
-//! that must say something unusual are plain TCP sockets speaking
-//! hand-built octets.
+//! whose ORD is 0, Terminates out of layout, the stream a rejected
+//! initiator gets back (RFC 5044 §7.1.2 rule 3), and verify-before-place
+//! (RFC 5044 §6). Peers that must say something unusual are plain TCP
+//! sockets speaking hand-built octets.
 
 mod common;
 
@@ -14,8 +14,8 @@ use iwarp::proto::mpa::startup::{
 };
 use iwarp::proto::rdmap::{PostError, TerminateMessage};
 use iwarp::{
-    connect, CompletionStatus, Config, ConnectionError, Error, IrdOrd, Listener, ProtectionDomain,
-    QpOptions, QpState, QueuePair, Revision,
+    connect, CompletionStatus, Config, ConnectionError, CrcPolicy, Error, IrdOrd, Listener,
+    Placement, ProtectionDomain, QpOptions, QpState, QueuePair, Revision,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -23,9 +23,12 @@ use tokio::net::TcpListener;
 /// A raw MPA initiator (revision 1, CRC) connected to our listener,
 /// which accepts with `opts`.
 async fn raw_initiator(opts: QpOptions) -> (RawPeer, QueuePair) {
-    let mut listener = Listener::bind("127.0.0.1:0", Config::default())
-        .await
-        .unwrap();
+    raw_initiator_with(Config::default(), opts).await
+}
+
+/// [`raw_initiator`] with our listener configured by `cfg`.
+async fn raw_initiator_with(cfg: Config, opts: QpOptions) -> (RawPeer, QueuePair) {
+    let mut listener = Listener::bind("127.0.0.1:0", cfg).await.unwrap();
     let addr = listener.local_addr();
     let request = startup_frame(FrameKind::Request, Revision::Rev1, true, b"");
     let accept = async move {
@@ -318,7 +321,9 @@ async fn a_rejected_initiator_gets_its_stream_back() {
         out.extend_from_slice(AFTER);
         s.write_all(&out).await.unwrap();
         let mut answer = [0u8; 2];
-        within("the answer", s.read_exact(&mut answer)).await.unwrap();
+        within("the answer", s.read_exact(&mut answer))
+            .await
+            .unwrap();
         s.shutdown().await.unwrap();
         answer
     });
@@ -344,7 +349,9 @@ async fn a_rejected_initiator_gets_its_stream_back() {
     let mut got = after_reply;
     while got.len() < AFTER.len() {
         let mut buf = [0u8; 64];
-        let n = within("streaming data", stream.read(&mut buf)).await.unwrap();
+        let n = within("streaming data", stream.read(&mut buf))
+            .await
+            .unwrap();
         assert!(n > 0, "closed early");
         got.extend_from_slice(&buf[..n]);
     }
@@ -352,5 +359,101 @@ async fn a_rejected_initiator_gets_its_stream_back() {
     stream.write_all(b"ok").await.unwrap();
     assert_eq!(within("peer", peer).await.unwrap(), *b"ok");
     assert_eq!(drain_to_end(&mut stream).await, b"");
+    assert_no_panics();
+}
+
+/// RFC 5044 §6: "An MPA receiver MUST first verify the FPDU before passing
+/// the ULPDU to DDP." With `Placement::Verified`, the default, an RDMA
+/// Write whose FPDU fails its CRC places nothing; the LLP Terminate goes
+/// out and the connection ends. With `Placement::Direct` (the documented
+/// deviation) the same FPDU's payload lands in the region before the CRC
+/// is checked, and is never delivered: the Write leaves no trace but the
+/// octets.
+//= rfc5044#6
+//= type=test
+//# An MPA receiver MUST first verify the FPDU before passing the ULPDU
+//# to DDP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_fpdu_is_placed_only_without_verification() {
+    watch_panics();
+    assert_eq!(Config::default().placement, Placement::Verified);
+    for placement in [Placement::Verified, Placement::Direct] {
+        let pd = ProtectionDomain::new();
+        let inbox = region(&pd, 64);
+        let target = region(&pd, 4096);
+        let opts = QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap());
+        let cfg = match placement {
+            Placement::Verified => Config::default(),
+            Placement::Direct => Config::default().placement(placement),
+        };
+        let (mut raw, qp) = raw_initiator_with(cfg, opts).await;
+        // A valid first FPDU (a zero-length Send), so that our end answers
+        // a CRC error with a Terminate (RFC 5044 §7.1.2 rule 4).
+        raw.send_ulpdu(&hex("4143 00000000 00000000 00000001 00000000"))
+            .await;
+        assert_recv(&next_recv(&qp).await, 1, 0);
+        let key = target.remote_key();
+        let mut write = hex("c140");
+        write.extend(key.stag.0.to_be_bytes());
+        write.extend(key.addr.to_be_bytes());
+        write.extend([0xd5; 3000]);
+        raw.send_ulpdu_bad_crc(&write).await;
+        let (wire, _) = raw.read_to_end().await;
+        let mut ulpdu = hex("4147 00000000 00000002 00000001 00000000");
+        ulpdu.extend(hex("2002 0000"));
+        assert_eq!(
+            wire,
+            first_fpdu(raw.framing.mirrored(), &ulpdu),
+            "{placement:?}"
+        );
+        within("our end closed", qp.closed()).await;
+        assert!(
+            matches!(qp.error(), Some(ConnectionError::Framing(_))),
+            "{:?}",
+            qp.error()
+        );
+        let placed = target.to_vec().iter().filter(|&&b| b == 0xd5).count();
+        match placement {
+            Placement::Verified => assert_eq!(placed, 0, "placed before the CRC check"),
+            Placement::Direct => assert_eq!(placed, 3000, "the deviation is gone?"),
+        }
+        assert_eq!(qp.stats().one_sided.writes_received, 0, "{placement:?}");
+    }
+    assert_no_panics();
+}
+
+/// Verify-before-place through the whole API: Sends, RDMA Writes and
+/// Reads both ways, of messages spanning many FPDUs, with and without
+/// markers and CRC, with one end or both verifying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verified_placement_moves_data_like_direct_placement() {
+    watch_panics();
+    let verified = Config::default().placement(Placement::Verified);
+    let cases = [
+        (verified.clone(), verified.clone()),
+        (
+            verified.clone().markers_on_receive(true),
+            verified.clone().markers_on_receive(true),
+        ),
+        (
+            verified.clone().crc(CrcPolicy::Off),
+            verified.clone().crc(CrcPolicy::Off),
+        ),
+        (verified.clone(), Config::default().markers_on_receive(true)),
+    ];
+    for (i, (client_cfg, server_cfg)) in cases.into_iter().enumerate() {
+        let (c, s) = (
+            Endpoint::new(200_000, 2 * i as u64),
+            Endpoint::new(200_000, 2 * i as u64 + 1),
+        );
+        let (client, server) = pair_with(&client_cfg, c.options(), server_cfg, s.options()).await;
+        exercise(&client, &c, &server, &s).await;
+        assert!(
+            client.error().is_none() && server.error().is_none(),
+            "case {i}"
+        );
+        // Every payload octet went through the staged, verified path.
+        assert_eq!(client.stats().octets_placed_directly, 0, "case {i}");
+    }
     assert_no_panics();
 }

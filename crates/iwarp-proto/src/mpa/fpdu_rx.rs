@@ -25,6 +25,10 @@
 //! [`super::marker`] and the format of [`super::fpdu`], and hands ULPDUs to
 //! the same sink, while this in-order receiver stays as it is.
 
+mod verified;
+
+pub use verified::{Placement, MAX_FPDU_WIRE_LEN};
+
 use super::crc::{self, Crc32c};
 use super::error::MpaError;
 use super::fpdu::{pad_len, CRC_LEN, HEADER_LEN};
@@ -139,6 +143,7 @@ pub struct FpduReceiver {
     crc: Crc32c,
     failed: Option<MpaError>,
     fpdus: u64,
+    placement: Placement,
 }
 
 impl FpduReceiver {
@@ -165,6 +170,7 @@ impl FpduReceiver {
             crc: Crc32c::new(),
             failed: None,
             fpdus: 0,
+            placement: Placement::Direct,
         }
     }
 
@@ -390,13 +396,19 @@ impl FpduReceiver {
         }
     }
 
-    /// Feeds received octets, calling `sink` for each ULPDU. Consumes all of
-    /// `input` unless an error stops it; returns the octets consumed.
+    /// Feeds received octets, calling `sink` for each ULPDU; returns the
+    /// octets consumed. With [`Placement::Direct`] it consumes all of
+    /// `input` unless an error stops it. With [`Placement::Verified`] it
+    /// consumes whole FPDUs only: the octets of an FPDU not yet complete
+    /// are left, for the caller to present again with what follows.
     pub fn receive<S: UlpduSink>(
         &mut self,
         input: &[u8],
         sink: &mut S,
     ) -> Result<usize, FeedError<MpaError, S::Error>> {
+        if self.placement == Placement::Verified {
+            return self.receive_verified(input, sink);
+        }
         let mut used = 0;
         loop {
             if let Some(e) = self.failed {

@@ -23,7 +23,9 @@ mod fpdu_tests;
 
 pub use error::{MpaError, TxError};
 pub use error_code::LlpErrorCode;
-pub use fpdu_rx::{FpduReceiver, FramingEvent, Next, Span, UlpduLayout};
+pub use fpdu_rx::{
+    FpduReceiver, FramingEvent, Next, Placement, Span, UlpduLayout, MAX_FPDU_WIRE_LEN,
+};
 pub use fpdu_tx::FpduTransmitter;
 pub use params::FramingParams;
 pub use startup::{

@@ -13,7 +13,9 @@ use arrayvec::ArrayVec;
 use iwarp_proto::framing::{FeedError, WireBatch};
 use iwarp_proto::ift::{IftReceiver, IftRxError, IftTransmitter, PayloadLayout};
 use iwarp_proto::mpa::mulpdu::{mulpdu, MAX_ULPDU, MIN_MULPDU};
-use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, LlpErrorCode, MpaError, Span, UlpduLayout};
+use iwarp_proto::mpa::{
+    FpduReceiver, FpduTransmitter, LlpErrorCode, MpaError, Placement, Span, UlpduLayout,
+};
 use iwarp_proto::rdmap::QueuePair;
 
 /// Why a framing layer stopped accepting the received stream.
@@ -127,9 +129,11 @@ pub(crate) enum Deframer {
 }
 
 impl Deframer {
-    /// Feeds received octets to the engine.
-    pub(crate) fn receive(&mut self, input: &[u8], qp: &mut QueuePair) -> Result<(), FeedEnd> {
-        let r = match self {
+    /// Feeds received octets to the engine; returns how many it took (all
+    /// of them, but for an incomplete FPDU a verifying MPA receiver
+    /// leaves).
+    pub(crate) fn receive(&mut self, input: &[u8], qp: &mut QueuePair) -> Result<usize, FeedEnd> {
+        match self {
             Self::Mpa(r) => r.receive(input, qp).map_err(|e| match e {
                 FeedError::Framing(f) => FeedEnd::Framing(FramingError::Mpa(f)),
                 FeedError::Sink(_) => FeedEnd::Engine,
@@ -138,8 +142,22 @@ impl Deframer {
                 FeedError::Framing(f) => FeedEnd::Framing(FramingError::Ift(f)),
                 FeedError::Sink(_) => FeedEnd::Engine,
             }),
-        };
-        r.map(|_| ())
+        }
+    }
+
+    /// Whether PDUs are passed on only once whole and verified (MPA with
+    /// [`Placement::Verified`]): the receive path then stages whole PDUs.
+    pub(crate) fn verifies_first(&self) -> bool {
+        matches!(self, Self::Mpa(r) if r.placement() == Placement::Verified)
+    }
+
+    /// For a receiver that verifies first: the octets the PDU at the front
+    /// of `staged` takes, once its length can be read there.
+    pub(crate) fn next_pdu_len(&self, staged: &[u8]) -> Option<usize> {
+        match self {
+            Self::Mpa(r) if r.placement() == Placement::Verified => r.next_fpdu_len(staged),
+            _ => None,
+        }
     }
 
     /// The layout of the next payload octets of the current PDU (none
