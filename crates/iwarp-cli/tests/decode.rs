@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::capture::{Tcp, C2S, S2C};
 use common::{hex, output_bounded, BIN};
-use iwarp_proto::framing::WireBatch;
+use iwarp_proto::framing::{Framer as _, WireBatch};
 use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 use serde_json::Value;
 
@@ -116,7 +116,7 @@ impl Framer {
 
     fn fpdu(&mut self, ulpdu: &[u8]) -> Vec<u8> {
         let mut batch = WireBatch::new();
-        self.tx.frame(&[ulpdu], &mut batch).expect("frame");
+        self.tx.frame(&[], &[ulpdu], &mut batch).expect("frame");
         let mut out = Vec::new();
         batch.write_to(&[ulpdu], &mut out);
         out

@@ -26,8 +26,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use iwarp::proto::framing::{LlpError, LlpErrorCode};
 use iwarp::proto::mpa::startup::{Awaiting, FrameKind, StartupError};
-use iwarp::proto::mpa::LlpErrorCode;
 use iwarp::proto::rdmap::TerminateMessage;
 use iwarp::{
     connect, Access, CompletionStatus, Config, ConnectionError, CrcPolicy, Error, FramingParams,

@@ -34,13 +34,13 @@
 //! - §4.2 leaves the marker interval's meaning to §9, which is "TBD". Here
 //!   it is the interval at which the sender of the indication wants to
 //!   *receive* markers: meaningful only with RM set, at least
-//!   [`MIN_MARKER_INTERVAL`]; with RM clear it is sent as zero and ignored.
+//!   [`crate::framing::MIN_MARKER_INTERVAL`]; with RM clear it is sent as zero and ignored.
 //!   See [`super::marker`] for the marker format.
 //! - Reserved flag bits and reserved octets are sent as zero and ignored on
 //!   receipt (§4.2 "reserved"), but they are covered by the CRC.
 
-use super::marker::MarkerInterval;
-use crate::mpa::crc::{self, Crc32c};
+use crate::framing::crc::{self, Crc32c};
+use crate::framing::MarkerInterval;
 
 /// Octets in an Adaption Indication (draft-williams-iwarp-ift-01 §4.1).
 pub const INDICATION_LEN: usize = 64;
@@ -55,11 +55,6 @@ pub const VERSION: u16 = 1;
 /// The oldest version this implementation is backward compatible with
 /// (§4.2: "For this version of the protocol, this field MUST be set to 1").
 pub const BC_VERSION: u16 = 1;
-
-/// The smallest marker interval accepted in an indication with RM set, so
-/// that markers cost at most 1/16 of the stream. An interpretation: §9
-/// leaves markers "TBD".
-pub const MIN_MARKER_INTERVAL: u16 = 64;
 
 /// Octet offset of the CRC field.
 const CRC_AT: usize = INDICATION_LEN - 4;
@@ -134,7 +129,7 @@ pub enum IndicationError {
         /// The peer's BC version.
         bc_version: u16,
     },
-    /// RM is set with a marker interval below [`MIN_MARKER_INTERVAL`].
+    /// RM is set with a marker interval below [`crate::framing::MIN_MARKER_INTERVAL`].
     #[error("marker interval {interval} is below the minimum of 64")]
     BadMarkerInterval {
         /// The interval received.

@@ -3,8 +3,9 @@
 //! written independently of the `crc32c` crate), every check of the
 //! parser, and properties over arbitrary octets.
 
-use super::indication::{flag, INDICATION_LEN, MAGIC, MIN_MARKER_INTERVAL};
+use super::indication::{flag, INDICATION_LEN, MAGIC};
 use super::*;
+use crate::framing::MIN_MARKER_INTERVAL;
 use proptest::prelude::*;
 
 use crate::test_util::hex;
@@ -120,7 +121,7 @@ fn each_flag_is_its_own_bit_from_the_msb() {
 
 /// Re-seals octets 0..60 with a fresh CRC, for building bad indications.
 fn reseal(mut wire: [u8; 64]) -> [u8; 64] {
-    let crc = crate::mpa::crc::crc32c(&wire[..60]);
+    let crc = crate::framing::crc::crc32c(&wire[..60]);
     wire[60..].copy_from_slice(&crc.to_le_bytes());
     wire
 }
@@ -276,7 +277,7 @@ proptest! {
         let mut data = data;
         if seal && data.len() >= 64 {
             data[..4].copy_from_slice(&MAGIC.to_be_bytes());
-            let crc = crate::mpa::crc::crc32c(&data[..60]);
+            let crc = crate::framing::crc::crc32c(&data[..60]);
             data[60..64].copy_from_slice(&crc.to_le_bytes());
         }
         if let Ok(ind) = Indication::parse(&data) {

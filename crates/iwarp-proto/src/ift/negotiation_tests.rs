@@ -4,8 +4,7 @@
 
 use super::indication::INDICATION_LEN;
 use super::*;
-use crate::framing::{CollectUlpdus, WireBatch};
-use crate::mpa::LlpErrorCode;
+use crate::framing::{CollectUlpdus, Deframer, Framer, LlpErrorCode, WireBatch};
 use proptest::prelude::*;
 use std::time::{Duration, Instant};
 

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use crate::ddp::{
     SegmentHeader, Segmenter, TaggedHeader, UntaggedHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
 };
+use crate::framing::LlpErrorCode;
 use crate::memory::{Access, MemoryTable, RegionSlice, STag};
-use crate::mpa::LlpErrorCode;
 
 use super::error::{ProtocolError, RdmapError};
 use super::opcode::{Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE};

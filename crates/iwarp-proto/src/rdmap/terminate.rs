@@ -162,7 +162,8 @@ mod tests {
 
     #[test]
     fn read_request_copy_and_truncation() {
-        let mut t = TerminateMessage::new(ProtocolError::Llp(crate::mpa::LlpErrorCode::CrcError));
+        let mut t =
+            TerminateMessage::new(ProtocolError::Llp(crate::framing::LlpErrorCode::CrcError));
         assert_eq!(t.error().unwrap().layer(), 2);
         let hdr = [0x41u8, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
         t.ddp = TerminatedDdp::new(Some(46), &hdr);
