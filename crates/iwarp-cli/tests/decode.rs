@@ -686,8 +686,8 @@ fn ift_indications_and_a_frame() {
     let b = IftConfig::new(0x2222);
     let mut t = Tcp::new(40009, 4791);
     t.handshake();
-    t.send(C2S, &a.indication(Phase::Zero).emit());
-    t.send(S2C, &b.indication(Phase::One).emit());
+    t.send(C2S, &a.indication(Phase::Zero).to_bytes());
+    t.send(S2C, &b.indication(Phase::One).to_bytes());
     // A's frames carry B's VTag, both CRCs.
     let mut tx = IftTransmitter::new(TxParams {
         header_crc: true,

@@ -602,7 +602,9 @@ async fn terminate_from_the_peer() {
     let e = expect_end(&qp, &[1, 2]).await;
     assert_eq!(
         e,
-        ConnectionError::TerminateReceived(TerminateMessage::parse(&hex("0000 0000")).unwrap())
+        ConnectionError::TerminateReceived(
+            TerminateMessage::parse_bytes(&hex("0000 0000")).unwrap()
+        )
     );
     assert_no_panics();
 }

@@ -28,7 +28,7 @@
 //! which this is not: TCP has delivered everything before each octet seen
 //! here, so there is nothing to guess and nothing to re-place.
 
-use super::frame::{IftHeader, CRC_LEN, IFT_HEADER_LEN, MAX_HEADER_SIZE};
+use super::frame::{IftHeaderView, CRC_LEN, IFT_HEADER_LEN, MAX_HEADER_SIZE};
 use super::marker;
 use super::params::{RxCrc, RxParams};
 use super::IftRxError;
@@ -136,11 +136,10 @@ impl IftReceiver {
         &mut self,
         bytes: &[u8],
     ) -> Result<Option<(usize, Option<FramingEvent>)>, IftRxError> {
-        let Some(ift) = bytes.get(..IFT_HEADER_LEN) else {
+        let Ok(h) = IftHeaderView::new_checked(bytes) else {
             return Ok(None);
         };
-        let h = IftHeader::parse([ift[0], ift[1], ift[2], ift[3], ift[4], ift[5]]);
-        let header_len = usize::from(h.header_size);
+        let header_len = usize::from(h.header_size());
         let crc_len = if self.params.header_crc.present() {
             CRC_LEN
         } else {
@@ -151,11 +150,11 @@ impl IftReceiver {
             return Ok(None);
         }
         self.frame_offset = self.offset;
-        self.ift_header.copy_from_slice(ift);
+        self.ift_header.copy_from_slice(&bytes[..IFT_HEADER_LEN]);
         self.ddp_header[..header_len].copy_from_slice(&bytes[IFT_HEADER_LEN..covered]);
         self.header_len = header_len;
         self.previous_payload_len = self.payload_len;
-        self.payload_len = usize::from(h.payload_size);
+        self.payload_len = usize::from(h.payload_size());
         if self.params.header_crc == RxCrc::Checked {
             let f = &bytes[covered..covered + CRC_LEN];
             let received = crc::from_wire([f[0], f[1], f[2], f[3]]);
@@ -201,10 +200,10 @@ impl IftReceiver {
             self.field = Field::IftHeader { got: got as u8 };
             return Ok((n, None));
         }
-        let h = IftHeader::parse(self.ift_header);
-        self.header_len = usize::from(h.header_size);
+        let h = IftHeaderView::new_unchecked(&self.ift_header);
+        self.header_len = usize::from(h.header_size());
         self.previous_payload_len = self.payload_len;
-        self.payload_len = usize::from(h.payload_size);
+        self.payload_len = usize::from(h.payload_size());
         self.field = Field::DdpHeader { got: 0 };
         if self.header_len == 0 {
             return Ok((n, self.after_ddp_header()?));
@@ -263,7 +262,7 @@ impl IftReceiver {
     /// begin the payload. The VTag is checked after the CRC so that a VTag
     /// damaged in transit is reported as the CRC error it is.
     fn header_verified(&mut self) -> Result<FramingEvent, IftRxError> {
-        let found = IftHeader::parse(self.ift_header).vtag;
+        let found = IftHeaderView::new_unchecked(&self.ift_header).vtag();
         if found != self.params.vtag {
             return Err(self.fail(IftRxError::VTag {
                 frame_offset: self.frame_offset,

@@ -70,7 +70,7 @@ impl Framer for IftTransmitter {
             payload_size: payload_len as u16,
             vtag: self.params.vtag,
         }
-        .emit();
+        .to_bytes();
         let mut w = Writer {
             batch,
             offset: self.offset,

@@ -351,7 +351,7 @@ impl Negotiation {
     /// to send at once; node B's waits for phase 0.
     pub fn new(role: Role, config: IftConfig, now: Instant) -> Self {
         let transmit = match role {
-            Role::Initiator => Some(config.indication(Phase::Zero).emit()),
+            Role::Initiator => Some(config.indication(Phase::Zero).to_bytes()),
             Role::Responder => None,
         };
         Self {
@@ -472,7 +472,7 @@ impl Negotiation {
 
     /// The peer's indication is in: check it, answer it, settle.
     fn complete(&mut self) -> Result<(), NegotiationError> {
-        let peer = Indication::parse(&self.received).map_err(|e| self.fail(e.into()))?;
+        let peer = Indication::parse_bytes(&self.received).map_err(|e| self.fail(e.into()))?;
         let expected = self.role.expects();
         if peer.phase != expected {
             return Err(self.fail(NegotiationError::WrongPhase {
@@ -484,7 +484,7 @@ impl Negotiation {
         self.peer = Some(peer);
         if self.role == Role::Responder {
             // §4.2 PH: on receipt of phase 0, node B sends phase 1.
-            self.transmit = Some(self.config.indication(Phase::One).emit());
+            self.transmit = Some(self.config.indication(Phase::One).to_bytes());
         }
         self.status = Status::Done(params);
         Ok(())

@@ -478,7 +478,7 @@ impl QueuePair {
         // A Read the peer refused carries the Read Request as its R copy:
         // that read gets the peer's verdict.
         let mut culprit = Culprit::None;
-        if let Some(req) = msg.rdmap.as_ref().and_then(|r| ReadRequest::parse(r)) {
+        if let Some(req) = msg.rdmap.and_then(|r| ReadRequest::parse_bytes(&r).ok()) {
             if let Some(head) = self.orq.front() {
                 if head.sink_stag == req.sink_stag && head.sink_to == req.sink_to {
                     let status = if msg.layer == 0 && msg.etype == 1 {
@@ -599,8 +599,7 @@ impl QueuePair {
     }
 
     fn terminate_transmit(&mut self, term: &TerminateMessage) -> Transmit {
-        let mut payload = [0u8; TERMINATE_MAX_LEN];
-        let n = term.emit(&mut payload);
+        let (payload, n) = term.to_bytes();
         let msn = self.tx_msn[QN_TERMINATE as usize];
         self.tx_msn[QN_TERMINATE as usize] = msn.wrapping_add(1);
         let h = SegmentHeader::Untagged(UntaggedHeader {
@@ -611,9 +610,7 @@ impl QueuePair {
             msn,
             mo: 0,
         });
-        let mut hb = [0u8; UNTAGGED_HEADER_LEN];
-        h.emit(&mut hb);
-        Transmit::new(&hb, TxPayload::Inline(InlinePayload::new(&payload[..n])))
+        Transmit::new(&h, TxPayload::Inline(InlinePayload::new(&payload[..n])))
     }
 
     /// Picks the next message: read responses and send-queue messages
@@ -764,15 +761,13 @@ impl QueuePair {
                 to: to.wrapping_add(span.offset),
             }),
         };
-        let mut hb = [0u8; UNTAGGED_HEADER_LEN];
-        let n = header.emit(&mut hb);
         let payload = match kind {
             TxKind::ReadRequest { request, .. } => {
                 TxPayload::Inline(InlinePayload::new(&request.to_bytes()))
             }
             _ => payload,
         };
-        let t = Transmit::new(&hb[..n], payload);
+        let t = Transmit::new(&header, payload);
         if span.last {
             self.tx = None;
             match kind {
