@@ -13,6 +13,7 @@ mod read_request;
 mod rx;
 mod terminate;
 mod transmit;
+mod tx;
 mod work;
 
 pub use error::{OperationError, ProtectionError, ProtocolError, RdmapError};
