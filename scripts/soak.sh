@@ -54,10 +54,11 @@ verdict() { # name, pass (0/1), what the stack did, data lost
 }
 server_pid=
 start_server() { # log file
-	b "$BIN" soak --server --addr "$B" --port "$PORT" --json >"$1" 2>&1 &
+	# Not through a function: $! must be the server itself, to kill and stop it.
+	ip netns exec iw-b "$BIN" soak --server --addr "$B" --port "$PORT" --json >"$1" 2>"$1.err" &
 	server_pid=$!
 	for _ in $(seq 50); do a bash -c "exec 3<>/dev/tcp/$B/$PORT" 2>/dev/null && return 0; sleep 0.1; done
-	echo "soak.sh: the server did not start"; cat "$1"; exit 2
+	echo "soak.sh: the server did not start"; cat "$1.err"; exit 2
 }
 stop_server() { kill -TERM "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; server_pid=; }
 trap 'kill -CONT $server_pid 2>/dev/null; kill $server_pid 2>/dev/null' EXIT
@@ -88,6 +89,7 @@ wait $cpid 2>/dev/null
 sleep 3
 ends=$(grep -c '"connection_end"' "$LOG/server1.log")
 mism=$(jq -s '[.[] | select(.type == "connection_end") | .mismatches] | add // 0' "$LOG/server1.log")
+[ -n "$mism" ] || mism=unknown
 client "$LOG/after-kill.json" -D 5 -q 4 --seed 3
 after=$(field "$LOG/after-kill.json" errors)
 ok=1; [ "$ends" -ge $((16 + 8)) ] && [ "$mism" = 0 ] && [ "$after" = 0 ] && kill -0 "$server_pid" 2>/dev/null && ok=0

@@ -122,6 +122,7 @@ async fn connection(
     };
     let qp = request.accept(opts, &welcome.to_bytes()).await?;
     let (mut operations, mut verified, mut mismatches) = (0u64, 0u64, 0u64);
+    // Whatever ends the loop, the connection's end is reported below.
     loop {
         let c = tokio::select! {
             c = qp.recv_cq().next() => c,
@@ -139,8 +140,21 @@ async fn connection(
             bump(&counters.mismatches);
         }
         let at = c.wr_id as usize * slot;
-        qp.post_recv(c.wr_id, b.inbox.sge(at..at + slot)?)?;
-        acknowledge(&qp, &b, &hello, header, status, checked).await?;
+        let reposted = b
+            .inbox
+            .sge(at..at + slot)
+            .and_then(|sge| qp.post_recv(c.wr_id, sge));
+        if reposted.is_err()
+            || acknowledge(&qp, &b, &hello, header, status, checked)
+                .await
+                .is_err()
+        {
+            break;
+        }
+    }
+    if qp.error().is_none() {
+        // The loop ended on a local failure: close, so the error is known.
+        let _ = qp.disconnect().await;
     }
     let end = qp.error().unwrap_or(ConnectionError::PeerClosed);
     let clean = end == ConnectionError::PeerClosed;
