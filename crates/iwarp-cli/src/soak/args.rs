@@ -24,8 +24,12 @@ pub struct SoakArgs {
     #[arg(long, conflicts_with = "connect")]
     pub server: bool,
 
-    /// Run against the server at HOST[:PORT].
-    #[arg(long, value_name = "HOST[:PORT]")]
+    /// Run against the server at `HOST[:PORT]`.
+    #[arg(
+        long,
+        value_name = "HOST[:PORT]",
+        help = "Run against the server at HOST[:PORT]"
+    )]
     pub connect: Option<String>,
 
     /// The address to listen on with --server.
