@@ -47,7 +47,8 @@ impl Input<'_> {
 fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
     let Some(cfg_byte) = input.byte() else { return };
-    let table = Arc::new(MemoryTable::new());
+    // Seeded: an input replays with the same STags.
+    let table = Arc::new(MemoryTable::with_seed(0));
     let pd = table.alloc_pd();
     let other_pd = table.alloc_pd();
     let accesses = [
@@ -77,7 +78,7 @@ fuzz_target!(|data: &[u8]| {
             base_to,
             access: *access,
             stream: None,
-            key: i as u8,
+            key: Some(i as u8),
         };
         let stag = table.register(spec).unwrap();
         regions.push(Region {

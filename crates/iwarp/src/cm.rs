@@ -7,19 +7,22 @@
 //! operation as a [`QueuePair`].
 //!
 //! The listener runs each incoming startup in its own task, so a slow or
-//! silent peer holds up nobody, and hands only valid requests to
+//! silent peer holds up nobody (and when too many are pending, the oldest
+//! is closed to make room), and hands only valid requests to
 //! [`Listener::accept`]; the application then accepts with its own private
 //! data or rejects with a reason.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{lookup_host, TcpListener, TcpStream, ToSocketAddrs};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use iwarp_proto::framing::{AnyDeframer, AnyFramer, Framer, StartupMachine};
@@ -39,8 +42,8 @@ use crate::info::ConnectionInfo;
 use crate::qp::QueuePair;
 use crate::socket;
 
-/// Startups a listener runs at once at most; more wait for a slot, so a
-/// flood of silent peers costs bounded memory.
+/// Startups a listener runs at once at most, so that a flood of silent
+/// peers costs bounded memory; past it, the oldest is closed for the newest.
 const MAX_PENDING_STARTUPS: usize = 256;
 
 /// Accepted requests waiting for [`Listener::accept`].
@@ -382,12 +385,41 @@ impl Listener {
     }
 }
 
+/// The startups a listener is running, oldest first, each with the handle
+/// that ends it.
+#[derive(Debug, Default)]
+struct PendingStartups {
+    next_id: u64,
+    queue: VecDeque<(u64, AbortHandle)>,
+}
+
+impl PendingStartups {
+    /// Makes room for one more startup: at the limit, the oldest gives way
+    /// (its connection is closed). Waiting for a slot instead would let a
+    /// flood of silent peers hold every slot and keep real clients out.
+    fn admit(&mut self) -> (u64, AbortRegistration) {
+        if self.queue.len() >= MAX_PENDING_STARTUPS {
+            if let Some((_, oldest)) = self.queue.pop_front() {
+                oldest.abort();
+            }
+        }
+        let (handle, registration) = AbortHandle::new_pair();
+        let id = self.next_id;
+        self.next_id += 1;
+        self.queue.push_back((id, handle));
+        (id, registration)
+    }
+
+    fn finished(&mut self, id: u64) {
+        if let Some(at) = self.queue.iter().position(|(i, _)| *i == id) {
+            self.queue.remove(at);
+        }
+    }
+}
+
 async fn listen(tcp: TcpListener, config: Arc<Config>, tx: mpsc::Sender<ConnectRequest>) {
-    let slots = Arc::new(Semaphore::new(MAX_PENDING_STARTUPS));
+    let pending = Arc::new(Mutex::new(PendingStartups::default()));
     loop {
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            return;
-        };
         let (stream, peer) = match tcp.accept().await {
             Ok(c) => c,
             Err(e) => {
@@ -397,18 +429,32 @@ async fn listen(tcp: TcpListener, config: Arc<Config>, tx: mpsc::Sender<ConnectR
                 continue;
             }
         };
+        let (id, registration) = lock(&pending).admit();
         let config = config.clone();
         let tx = tx.clone();
-        tokio::spawn(async move {
+        let pending = pending.clone();
+        let startup = async move {
             match accept_stream(stream, &config, &[]).await {
                 Ok(request) => {
                     let _ = tx.send(request).await;
                 }
                 Err(e) => tracing::debug!(%peer, error = %e, "incoming startup failed"),
             }
-            drop(permit);
+        };
+        // A request waiting for `accept` still counts until it is taken.
+        tokio::spawn(async move {
+            if Abortable::new(startup, registration).await.is_err() {
+                tracing::debug!(%peer, "incoming startup closed to make room for a newer one");
+            }
+            lock(&pending).finished(id);
         });
     }
+}
+
+fn lock(pending: &Mutex<PendingStartups>) -> std::sync::MutexGuard<'_, PendingStartups> {
+    pending
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs the MPA startup as responder on a connected TCP stream, up to the
