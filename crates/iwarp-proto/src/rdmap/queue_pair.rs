@@ -414,7 +414,7 @@ impl QueuePair {
         }
     }
 
-    /// The runtime could not lock a [`Transmit`]'s payload (its source STag
+    /// The runtime could not lock a [`Transmit`](super::Transmit)'s payload (its source STag
     /// was invalidated after `poll_transmit`): the stream fails with a
     /// local catastrophic error.
     pub fn abort_transmit(&mut self) {
