@@ -25,19 +25,18 @@ use tokio::net::{lookup_host, TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use iwarp_proto::ift::{
-    self, IftParams, IftReceiver, IftTransmitter, Negotiation, NegotiationError, Status,
-};
+use iwarp_proto::framing::{AnyDeframer, AnyFramer, Framer, StartupMachine};
+use iwarp_proto::ift::{self, IftParams, IftReceiver, IftTransmitter, Negotiation};
 use iwarp_proto::memory::StreamId;
 use iwarp_proto::mpa::startup::{
-    Established, Event, ImmediateStart, Initiator, IrdOrd, PeerRequest, Responder, Revision, Role,
-    StartupMachine,
+    Established, Event, ImmediateStart, Initiator, IrdOrd, MpaStartup, PeerRequest, Responder,
+    Revision, Role,
 };
 use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams};
 use iwarp_proto::rdmap::QueuePairConfig;
 
 use crate::config::{Config, Framing, QpOptions};
-use crate::connection::{Deframer, Framer, Shared, Startup};
+use crate::connection::{Shared, Startup};
 use crate::error::Error;
 use crate::info::ConnectionInfo;
 use crate::qp::QueuePair;
@@ -129,7 +128,8 @@ pub async fn connect_stream(
                         private_data: r.private_data,
                     })
                 }
-                Event::RequestReceived(_) | Event::Refused(_) => {
+                Event::Refused(e) => return Err(Error::Startup(e)),
+                Event::RequestReceived(_) => {
                     return Err(Error::Io(io::Error::other("unexpected startup event")))
                 }
             }
@@ -173,27 +173,7 @@ async fn negotiate_ift(
     let mut ift_config = config.ift;
     ift_config.vtag = random_vtag();
     let mut n = Negotiation::new(role, ift_config, Instant::now());
-    let mut buf = vec![0u8; STARTUP_READ];
-    let mut pending = Vec::new();
-    let failed = |e: NegotiationError| Error::Ift(e);
-    loop {
-        while let Some(out) = n.poll_transmit() {
-            stream.write_all(&out).await?;
-        }
-        match n.status() {
-            Status::Done(params) => return Ok((params, pending)),
-            Status::Failed(e) => return Err(failed(e)),
-            Status::Negotiating => {}
-        }
-        match read_until(stream, &mut buf, n.poll_timeout()).await? {
-            None => n.handle_timeout(Instant::now()).map_err(failed)?,
-            Some(0) => n.handle_eof().map_err(failed)?,
-            Some(got) => {
-                let used = n.handle_input(&buf[..got]).map_err(failed)?;
-                pending.extend_from_slice(&buf[used..got]);
-            }
-        }
-    }
+    drive(stream, &mut n, Vec::new()).await
 }
 
 /// The outcome of the immediate-start profile, which has no exchange.
@@ -224,26 +204,28 @@ async fn read_until(
     Ok(Some(read?))
 }
 
-/// Exchanges startup octets until the machine reports an event. Returns
-/// the event and the octets read past the peer's frame.
-async fn drive<M: StartupMachine>(
+/// Exchanges startup octets, MPA's frames or IFT's indications, until the
+/// machine reports an event. Returns the event and the octets read past
+/// the peer's startup message.
+async fn drive<M>(
     stream: &mut TcpStream,
     m: &mut M,
     mut pending: Vec<u8>,
-) -> Result<(Event, Vec<u8>), Error> {
+) -> Result<(M::Event, Vec<u8>), Error>
+where
+    M: StartupMachine,
+    Error: From<M::Error>,
+{
     let mut buf = vec![0u8; STARTUP_READ];
     loop {
         while let Some(out) = m.poll_transmit() {
             stream.write_all(&out).await?;
         }
         if let Some(event) = m.poll_event() {
-            return match event {
-                Event::Refused(e) => Err(Error::Startup(e)),
-                other => Ok((other, pending)),
-            };
+            return Ok((event, pending));
         }
         if let Some(e) = m.error() {
-            return Err(Error::Startup(e.clone()));
+            return Err(e.clone().into());
         }
         if !pending.is_empty() {
             let used = m.handle_input(&pending, Instant::now())?;
@@ -272,14 +254,11 @@ fn start(
     qp: QpOptions,
     emss: usize,
 ) -> Result<QueuePair, Error> {
-    let (info, framer, deframer) = match settled {
+    let (info, framer, deframer, hold) = match settled {
         Settled::Mpa(established) => {
             let framing = established.framing;
-            let mut tx = FpduTransmitter::new(framing);
             // RFC 5044 §7.1.2 rule 4.
-            if established.must_receive_before_sending() {
-                tx.hold_until_first_fpdu();
-            }
+            let hold = established.must_receive_before_sending();
             let info = ConnectionInfo {
                 role: established.role,
                 revision: established.revision,
@@ -293,8 +272,9 @@ fn start(
             };
             (
                 info,
-                Framer::Mpa(tx),
-                Deframer::Mpa(FpduReceiver::new(framing)),
+                AnyFramer::Mpa(FpduTransmitter::new(framing)),
+                AnyDeframer::Mpa(FpduReceiver::new(framing)),
+                hold,
             )
         }
         Settled::Ift(params, role) => {
@@ -319,8 +299,9 @@ fn start(
             };
             (
                 info,
-                Framer::Ift(IftTransmitter::new(params.tx)),
-                Deframer::Ift(IftReceiver::new(params.rx)),
+                AnyFramer::Ift(IftTransmitter::new(params.tx)),
+                AnyDeframer::Ift(IftReceiver::new(params.rx)),
+                false,
             )
         }
     };
@@ -347,6 +328,7 @@ fn start(
         leftover,
         framer,
         deframer,
+        hold_until_received: hold,
         rtr,
         send_cq: qp.send_cq,
         recv_cq: qp.recv_cq,
@@ -511,8 +493,10 @@ pub async fn accept_stream(
                 Instant::now(),
             )?;
             let (event, leftover) = drive(&mut stream, &mut m, Vec::new()).await?;
-            let Event::RequestReceived(request) = event else {
-                return Err(Error::Io(io::Error::other("unexpected startup event")));
+            let request = match event {
+                Event::RequestReceived(request) => request,
+                Event::Refused(e) => return Err(Error::Startup(e)),
+                _ => return Err(Error::Io(io::Error::other("unexpected startup event"))),
             };
             (Machine::Mpa(Box::new(m)), Some(request), leftover)
         }

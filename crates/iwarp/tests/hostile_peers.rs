@@ -26,8 +26,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use iwarp::proto::framing::{LlpError, LlpErrorCode};
 use iwarp::proto::mpa::startup::{Awaiting, FrameKind, StartupError};
-use iwarp::proto::mpa::LlpErrorCode;
 use iwarp::proto::rdmap::TerminateMessage;
 use iwarp::{
     connect, Access, CompletionStatus, Config, ConnectionError, CrcPolicy, Error, FramingParams,
@@ -549,7 +549,9 @@ async fn terminate_from_the_peer() {
     let e = expect_end(&qp, &[1, 2]).await;
     assert_eq!(
         e,
-        ConnectionError::TerminateReceived(TerminateMessage::parse(&hex("0000 0000")).unwrap())
+        ConnectionError::TerminateReceived(
+            TerminateMessage::parse_bytes(&hex("0000 0000")).unwrap()
+        )
     );
     assert_no_panics();
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use iwarp::proto::framing::{CollectUlpdus, WireBatch};
+use iwarp::proto::framing::{CollectUlpdus, Deframer, Framer, WireBatch};
 use iwarp::proto::mpa::startup::{EnhancedData, FrameKind, StartupFrameRepr, HEADER_LEN};
 use iwarp::proto::mpa::{FpduReceiver, FpduTransmitter};
 use iwarp::{
@@ -395,7 +395,7 @@ impl RawPeer {
     /// The FPDU that carries `ulpdu` next on this stream.
     pub fn frame(&mut self, ulpdu: &[u8]) -> Vec<u8> {
         let mut batch = WireBatch::new();
-        self.tx.frame(&[ulpdu], &mut batch).expect("frame");
+        self.tx.frame(&[], &[ulpdu], &mut batch).expect("frame");
         let mut out = Vec::new();
         batch.write_to(&[ulpdu], &mut out);
         out
@@ -455,7 +455,7 @@ impl RawPeer {
 pub fn first_fpdu(framing: FramingParams, ulpdu: &[u8]) -> Vec<u8> {
     let mut batch = WireBatch::new();
     FpduTransmitter::new(framing)
-        .frame(&[ulpdu], &mut batch)
+        .frame(&[], &[ulpdu], &mut batch)
         .expect("frame");
     let mut out = Vec::new();
     batch.write_to(&[ulpdu], &mut out);
