@@ -5,7 +5,7 @@
 //! announced, and in verify-before-place mode never in part.
 #![no_main]
 
-use iwarp_proto::framing::{FeedError, UlpduSink};
+use iwarp_proto::framing::{Deframer, FeedError, UlpduSink};
 use iwarp_proto::mpa::{FpduReceiver, FramingParams, Placement};
 use libfuzzer_sys::fuzz_target;
 

@@ -31,7 +31,7 @@ pub enum Error {
     /// The IFT negotiation failed (an unacceptable or malformed Adaption
     /// Indication, a timeout). The TCP connection was closed.
     #[error("IFT negotiation: {0}")]
-    Ift(iwarp_proto::ift::NegotiationError),
+    Ift(#[from] iwarp_proto::ift::NegotiationError),
     /// The peer rejected the connection; its private data usually says
     /// why. MPA is over but the TCP connection is not (RFC 5044 §7.1.2
     /// rule 3): it is handed back, for the application to go on in

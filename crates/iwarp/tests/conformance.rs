@@ -284,7 +284,7 @@ async fn a_terminate_out_of_layout_is_not_answered() {
         assert_eq!(
             qp.error(),
             Some(ConnectionError::TerminateReceived(
-                TerminateMessage::parse(&payload[..]).unwrap()
+                TerminateMessage::parse_bytes(&payload[..]).unwrap()
             )),
             "{what}"
         );

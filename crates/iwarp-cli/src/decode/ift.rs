@@ -10,7 +10,8 @@
 //! boundary, so no resynchronisation is attempted.
 
 use iwarp_proto::ddp::header::header_len;
-use iwarp_proto::ift::{marker, FrameEvent, IftReceiver, IftRxError, Next, RxCrc, RxParams};
+use iwarp_proto::framing::{Deframer, FramingEvent, Next, MARKER_LEN};
+use iwarp_proto::ift::{marker, IftReceiver, IftRxError, RxCrc, RxParams};
 
 use super::event::{
     crc_value, CrcInfo, CrcStatus, Event, GapInfo, Level, MarkerInfo, NoteInfo, PduInfo,
@@ -101,7 +102,7 @@ impl IftDirection {
 
     /// The end of the capture.
     pub fn finish(&mut self, events: &mut Vec<Event>) {
-        if !self.stopped && (self.fed < self.buf.len() || !self.rx.at_frame_boundary()) {
+        if !self.stopped && (self.fed < self.buf.len() || !self.rx.at_boundary()) {
             events.push(Event::Note(NoteInfo {
                 level: Level::Warning,
                 message: format!(
@@ -138,7 +139,7 @@ impl IftDirection {
                 true
             }
             Next::Framing => {
-                if self.rx.at_frame_boundary() && self.fed > 0 {
+                if self.rx.at_boundary() && self.fed > 0 {
                     self.buf.drain(..self.fed);
                     self.buf_offset += self.fed as u64;
                     self.fed = 0;
@@ -151,16 +152,16 @@ impl IftDirection {
                     Ok((n, event)) => {
                         self.fed += n;
                         match event {
-                            Some(FrameEvent::Begin {
+                            Some(FramingEvent::Begin {
                                 header_len,
                                 payload_len,
                             }) => {
                                 self.header_len = header_len;
                                 self.payload_len = payload_len;
                                 self.head.clear();
-                                self.head.extend_from_slice(self.rx.ddp_header());
+                                self.head.extend_from_slice(self.rx.header());
                             }
-                            Some(FrameEvent::End) => self.report(
+                            Some(FramingEvent::End) => self.report(
                                 CrcInfo {
                                     status: status(self.params.payload_crc),
                                     received: None,
@@ -223,9 +224,9 @@ impl IftDirection {
         if let Some(interval) = self.params.markers {
             let start = self.buf_offset;
             let mut at = interval.next_marker_at(start);
-            while at + marker::MARKER_LEN as u64 <= start + raw.len() as u64 {
+            while at + MARKER_LEN as u64 <= start + raw.len() as u64 {
                 let i = (at - start) as usize;
-                if let Some(&[a, b, c, d]) = raw.get(i..i + marker::MARKER_LEN) {
+                if let Some(&[a, b, c, d]) = raw.get(i..i + MARKER_LEN) {
                     markers.push(MarkerInfo {
                         offset: at,
                         pointer: marker::decode([a, b, c, d]),

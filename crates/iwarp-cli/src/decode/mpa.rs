@@ -25,9 +25,9 @@
 //! marker opens an FPDU. The first marker whose FPDU starts at or after the
 //! damage gives a new FPDU boundary, where a fresh receiver starts.
 
-use iwarp_proto::mpa::{
-    crc, fpdu, marker, FpduReceiver, FramingEvent, FramingParams, MpaError, Next,
-};
+use iwarp_proto::framing::{crc, Deframer, FramingEvent, Next, MARKER_LEN};
+use iwarp_proto::mpa::marker::{self, INTERVAL};
+use iwarp_proto::mpa::{fpdu, FpduReceiver, FramingParams, MpaError};
 
 use super::event::{
     crc_value, CrcInfo, CrcStatus, Event, GapInfo, Level, MarkerInfo, NoteInfo, PduInfo, ResyncInfo,
@@ -66,7 +66,7 @@ impl CrcMode {
 
 /// Most octets kept while searching for a marker to resynchronise on:
 /// an FPDUPTR reaches at most 65535 octets back.
-const RESYNC_LOOKBACK: u64 = 65536 + 2 * marker::MARKER_INTERVAL;
+const RESYNC_LOOKBACK: u64 = 65536 + 2 * INTERVAL.get() as u64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -166,7 +166,7 @@ impl MpaDirection {
                     action: "resync",
                 }));
                 if let State::Running = self.state {
-                    if !self.rx.at_fpdu_boundary() || self.fed < self.buf.len() {
+                    if !self.rx.at_boundary() || self.fed < self.buf.len() {
                         events.push(note(
                             Level::Warning,
                             format!(
@@ -196,7 +196,7 @@ impl MpaDirection {
     /// The end of the capture.
     pub fn finish(&mut self, events: &mut Vec<Event>) {
         match self.state {
-            State::Running if self.fed < self.buf.len() || !self.rx.at_fpdu_boundary() => {
+            State::Running if self.fed < self.buf.len() || !self.rx.at_boundary() => {
                 events.push(note(
                     Level::Warning,
                     format!(
@@ -244,13 +244,13 @@ impl MpaDirection {
                 self.state = State::Stopped;
                 false
             }
-            Next::Ulpdu { run, .. } => {
+            Next::Payload { run, .. } => {
                 let n = run.min(input.len());
                 if n == 0 {
                     return false;
                 }
                 let bytes = &input[..n];
-                if let Err(e) = self.rx.push_ulpdu(bytes) {
+                if let Err(e) = self.rx.push_payload(bytes) {
                     self.error(e, events);
                     return true;
                 }
@@ -263,7 +263,7 @@ impl MpaDirection {
                 if input.is_empty() {
                     return false;
                 }
-                if self.rx.at_fpdu_boundary() && self.fed > 0 {
+                if self.rx.at_boundary() && self.fed > 0 {
                     // Keep only the FPDU now starting.
                     self.buf.drain(..self.fed);
                     self.buf_offset += self.fed as u64;
@@ -274,11 +274,13 @@ impl MpaDirection {
                     Ok((n, event)) => {
                         self.fed += n;
                         match event {
-                            Some(FramingEvent::UlpduBegin(len)) => {
+                            Some(FramingEvent::Begin {
+                                payload_len: len, ..
+                            }) => {
                                 self.ulpdu_len = len;
                                 self.head.clear();
                             }
-                            Some(FramingEvent::UlpduEnd) => {
+                            Some(FramingEvent::End) => {
                                 let status = match self.crc {
                                     CrcMode::On => CrcStatus::Ok,
                                     CrcMode::Off => CrcStatus::Off,
@@ -375,7 +377,7 @@ impl MpaDirection {
                         self.buf_offset
                     ),
                 ));
-                let from = marker_offset + marker::MARKER_LEN as u64;
+                let from = marker_offset + MARKER_LEN as u64;
                 self.state = State::Resync {
                     from,
                     lost_at: self.buf_offset,
@@ -391,16 +393,16 @@ impl MpaDirection {
         let mut markers = Vec::new();
         if self.markers {
             let start = self.buf_offset;
-            let mut at = marker::next_marker_at(start);
-            while at + marker::MARKER_LEN as u64 <= start + raw.len() as u64 {
+            let mut at = INTERVAL.next_marker_at(start);
+            while at + MARKER_LEN as u64 <= start + raw.len() as u64 {
                 let i = (at - start) as usize;
-                if let Some(&[a, b, c, d]) = raw.get(i..i + marker::MARKER_LEN) {
+                if let Some(&[a, b, c, d]) = raw.get(i..i + MARKER_LEN) {
                     markers.push(MarkerInfo {
                         offset: at,
                         pointer: u32::from(marker::decode([a, b, c, d])),
                     });
                 }
-                at += marker::MARKER_INTERVAL;
+                at += u64::from(INTERVAL.get());
             }
         }
         let interpreted = interpret(&self.head, self.ulpdu_len, true);
@@ -432,8 +434,8 @@ impl MpaDirection {
         let mut from = from.max(self.buf_offset);
         let end = self.buf_offset + self.buf.len() as u64;
         loop {
-            let at = marker::next_marker_at(from);
-            if at + marker::MARKER_LEN as u64 > end {
+            let at = INTERVAL.next_marker_at(from);
+            if at + MARKER_LEN as u64 > end {
                 // Not there yet: keep what a later marker may point back to.
                 let keep_from = at.saturating_sub(RESYNC_LOOKBACK).max(self.buf_offset);
                 let drop = usize::try_from(keep_from - self.buf_offset).unwrap_or(0);
@@ -443,7 +445,7 @@ impl MpaDirection {
                 return false;
             }
             let i = usize::try_from(at - self.buf_offset).unwrap_or(usize::MAX);
-            let Some(&[a, b, c, d]) = self.buf.get(i..i + marker::MARKER_LEN) else {
+            let Some(&[a, b, c, d]) = self.buf.get(i..i + MARKER_LEN) else {
                 self.state = State::Stopped;
                 return true;
             };
@@ -455,8 +457,8 @@ impl MpaDirection {
             } else {
                 at.checked_sub(ptr).map(|header| {
                     // An FPDU that begins with a marker starts at it.
-                    match header.checked_sub(marker::MARKER_LEN as u64) {
-                        Some(m) if marker::is_marker_at(m) => m,
+                    match header.checked_sub(MARKER_LEN as u64) {
+                        Some(m) if INTERVAL.is_marker_at(m) => m,
                         _ => header,
                     }
                 })
@@ -478,7 +480,7 @@ impl MpaDirection {
                     return true;
                 }
                 // That FPDU began in what was lost: try the next marker.
-                _ => from = at + marker::MARKER_LEN as u64,
+                _ => from = at + MARKER_LEN as u64,
             }
         }
     }

@@ -10,7 +10,7 @@
 //! checks (MSN order, STag validity) need the peer's memory and are not
 //! made.
 
-use iwarp_proto::ddp::{Segment, SegmentHeader, DDP_VERSION, UNTAGGED_HEADER_LEN};
+use iwarp_proto::ddp::{Segment, DDP_VERSION, UNTAGGED_HEADER_LEN};
 use iwarp_proto::rdmap::{
     control_opcode, control_version, Opcode, ProtocolError, ReadRequest, TerminateMessage,
     RDMAP_VERSION, READ_REQUEST_LEN, TERMINATE_MAX_LEN,
@@ -75,8 +75,7 @@ pub fn interpret(head: &[u8], ulpdu_len: usize, rdma: bool) -> Interpreted {
             return out;
         }
     };
-    let header = segment.repr();
-    out.ddp = Some(ddp_info(&header, segment.version()));
+    out.ddp = Some(ddp_info(&segment));
     out.payload_len = ulpdu_len.saturating_sub(segment.header_len());
     let payload = segment.payload();
     out.payload = hex(&payload[..payload.len().min(PREVIEW)]);
@@ -128,22 +127,20 @@ pub fn interpret(head: &[u8], ulpdu_len: usize, rdma: bool) -> Interpreted {
         terminate: None,
     };
     // RFC 5040 §4.3: each message has its buffer model and queue.
-    match (&header, op.queue()) {
-        (SegmentHeader::Tagged(_), Some(_)) => out
+    match (segment.tagged(), op.queue()) {
+        (true, Some(_)) => out
             .errors
             .push(format!("{name} must use the untagged buffer model")),
-        (SegmentHeader::Untagged(_), None) => out
+        (false, None) => out
             .errors
             .push(format!("{name} must use the tagged buffer model")),
-        (SegmentHeader::Untagged(h), Some(q)) if h.qn != q => out
+        (false, Some(q)) if segment.qn() != q => out
             .errors
-            .push(format!("{name} belongs on QN {q}, not QN {}", h.qn)),
+            .push(format!("{name} belongs on QN {q}, not QN {}", segment.qn())),
         _ => {}
     }
-    if let SegmentHeader::Untagged(h) = &header {
-        if matches!(op, Opcode::SendInvalidate | Opcode::SendSolicitedInvalidate) {
-            info.invalidate_stag = Some(stag(h.rsvd_ulp_word));
-        }
+    if !segment.tagged() && matches!(op, Opcode::SendInvalidate | Opcode::SendSolicitedInvalidate) {
+        info.invalidate_stag = Some(stag(segment.rsvd_ulp_word()));
     }
     match op {
         Opcode::ReadRequest => {
@@ -154,11 +151,14 @@ pub fn interpret(head: &[u8], ulpdu_len: usize, rdma: bool) -> Interpreted {
                     out.payload_len
                 ));
             }
-            info.read_request = ReadRequest::parse(payload).as_ref().map(read_request_info);
+            info.read_request = ReadRequest::parse_bytes(payload)
+                .as_ref()
+                .ok()
+                .map(read_request_info);
         }
-        Opcode::Terminate => match TerminateMessage::parse(payload) {
-            Some(t) => info.terminate = Some(terminate_info(&t)),
-            None => out.errors.push(format!(
+        Opcode::Terminate => match TerminateMessage::parse_bytes(payload) {
+            Ok(t) => info.terminate = Some(terminate_info(&t)),
+            Err(_) => out.errors.push(format!(
                 "Terminate carries {} octets, fewer than its 4-octet control field",
                 out.payload_len
             )),
@@ -169,21 +169,25 @@ pub fn interpret(head: &[u8], ulpdu_len: usize, rdma: bool) -> Interpreted {
     out
 }
 
-fn ddp_info(header: &SegmentHeader, dv: u8) -> DdpInfo {
-    match header {
-        SegmentHeader::Tagged(h) => DdpInfo::Tagged {
-            last: h.last,
+/// The header fields as on the wire, read as DV 1 lays them out whatever
+/// DV says (a bad DV is reported beside them).
+fn ddp_info(segment: &Segment<&[u8]>) -> DdpInfo {
+    let (last, dv) = (segment.last(), segment.version());
+    if segment.tagged() {
+        DdpInfo::Tagged {
+            last,
             dv,
-            stag: stag(h.stag.0),
-            to: hex_value(h.to),
-        },
-        SegmentHeader::Untagged(h) => DdpInfo::Untagged {
-            last: h.last,
+            stag: stag(segment.stag().0),
+            to: hex_value(segment.tagged_offset()),
+        }
+    } else {
+        DdpInfo::Untagged {
+            last,
             dv,
-            qn: h.qn,
-            msn: h.msn,
-            mo: h.mo,
-        },
+            qn: segment.qn(),
+            msn: segment.msn(),
+            mo: segment.mo(),
+        }
     }
 }
 
@@ -218,7 +222,7 @@ fn terminate_info(t: &TerminateMessage) -> TerminateInfo {
         Some(TerminatedDdpInfo {
             segment_length: d.segment_length,
             header: hex(octets),
-            ddp: ddp_info(&segment.repr(), segment.version()),
+            ddp: ddp_info(&segment),
             rdmap: opcode_name_of(segment.rsvd_ulp()),
         })
     });
@@ -232,7 +236,7 @@ fn terminate_info(t: &TerminateMessage) -> TerminateInfo {
         rdmap_copy: t
             .rdmap
             .as_ref()
-            .and_then(|r| ReadRequest::parse(r))
+            .and_then(|r| ReadRequest::parse_bytes(r).ok())
             .as_ref()
             .map(read_request_info),
     }

@@ -24,10 +24,11 @@ use std::io::{self, IoSliceMut};
 use arrayvec::ArrayVec;
 use tokio::net::TcpStream;
 
-use iwarp_proto::mpa::{LlpErrorCode, Span, MAX_FPDU_WIRE_LEN};
+use iwarp_proto::framing::{
+    AnyDeframer, Deframer, FeedError, FramingError, LlpError, LlpErrorCode, Span,
+};
+use iwarp_proto::mpa::{Placement, MAX_FPDU_WIRE_LEN};
 use iwarp_proto::rdmap::QueuePair;
-
-use super::framer::{Deframer, FeedEnd, FramingError};
 
 /// Octets of staging buffer per connection.
 pub(crate) const STAGING_LEN: usize = 64 * 1024;
@@ -72,7 +73,7 @@ impl RxEnd {
 /// The receive half of a connection's framing state and buffers.
 #[derive(Debug)]
 pub(crate) struct RxPath {
-    pub(crate) deframer: Deframer,
+    pub(crate) deframer: AnyDeframer,
     staging: Box<[u8]>,
     /// Staged octets not yet fed: `staging[start..end]`.
     start: usize,
@@ -86,10 +87,10 @@ pub(crate) struct RxPath {
 impl RxPath {
     /// A receive path whose first octets (already read while the startup
     /// frames were) are `initial`.
-    pub(crate) fn new(deframer: Deframer, initial: &[u8]) -> Self {
+    pub(crate) fn new(deframer: AnyDeframer, initial: &[u8]) -> Self {
         // A verifying receiver needs room for the largest FPDU and what
         // follows it.
-        let len = if deframer.verifies_first() {
+        let len = if verifies_first(&deframer) {
             STAGING_LEN.max(MAX_FPDU_WIRE_LEN + TAIL_LEN)
         } else {
             STAGING_LEN
@@ -121,34 +122,31 @@ impl RxPath {
                 self.end = 0;
             }
         }
-        result.map(|_| ()).map_err(|e| match e {
-            FeedEnd::Framing(f) => RxEnd::Framing(f),
-            FeedEnd::Engine => RxEnd::Engine,
-        })
+        match result {
+            Ok(_) => Ok(()),
+            Err(FeedError::Framing(f)) => Err(RxEnd::Framing(f)),
+            Err(FeedError::Sink(_)) => Err(RxEnd::Engine),
+        }
     }
 
     /// Whether large FPDUs are arriving: the current or the previous one
     /// carries at least [`DIRECT_MIN`] octets. Two FPDUs of memory cover
     /// the short tail segment a large message ends with.
     fn large_recently(&self) -> bool {
-        self.deframer.recent_payload_len() >= DIRECT_MIN
+        self.deframer
+            .payload_len()
+            .max(self.deframer.previous_payload_len())
+            >= DIRECT_MIN
     }
 
     /// One non-blocking read from the socket, direct or staged. Returns
     /// `Ok(false)` when the socket had nothing (would block).
     pub(crate) fn read(&mut self, qp: &mut QueuePair, stream: &TcpStream) -> Result<bool, RxEnd> {
-        if self.deframer.verifies_first() {
+        if verifies_first(&self.deframer) {
             return self.read_verified(stream);
         }
         debug_assert_eq!(self.start, self.end);
-        let remaining = self
-            .deframer
-            .layout(usize::MAX)
-            .map(|s| match s {
-                Span::Ulpdu(n) => n,
-                Span::Marker => 0,
-            })
-            .sum::<usize>();
+        let remaining = self.deframer.layout(usize::MAX).payload_len();
         if remaining >= DIRECT_MIN && qp.placement_target().is_some() {
             return self.read_direct(qp, stream, remaining);
         }
@@ -193,7 +191,11 @@ impl RxPath {
             self.end -= self.start;
             self.start = 0;
         }
-        let want = match self.deframer.next_pdu_len(&self.staging[..self.end]) {
+        let next = match &self.deframer {
+            AnyDeframer::Mpa(r) => r.next_fpdu_len(&self.staging[..self.end]),
+            _ => None,
+        };
+        let want = match next {
             Some(len) => len.saturating_sub(self.end) + TAIL_LEN,
             None if self.large_recently() => TAIL_LEN,
             None => self.staging.len(),
@@ -237,7 +239,7 @@ impl RxPath {
                     break;
                 }
                 match span {
-                    Span::Ulpdu(n) => {
+                    Span::Payload(n) => {
                         let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
                         iov.push(IoSliceMut::new(head));
                         rest = tail;
@@ -268,7 +270,7 @@ impl RxPath {
                     break;
                 }
                 let r = match span {
-                    Span::Ulpdu(len) => {
+                    Span::Payload(len) => {
                         let k = len.min(left);
                         let r = deframer.push_payload(&dst[at..at + k]);
                         at += k;
@@ -278,7 +280,9 @@ impl RxPath {
                     Span::Marker => {
                         let k = 4.min(left);
                         left -= k;
-                        let r = deframer.push_marker(&markers[marker_index][..k]);
+                        let r = deframer
+                            .push_framing(&markers[marker_index][..k])
+                            .map(|_| ());
                         marker_index += 1;
                         r
                     }
@@ -312,4 +316,10 @@ impl RxPath {
             Err(e) => Err(RxEnd::Lost(Some(e))),
         }
     }
+}
+
+/// Whether `deframer` passes PDUs on only once whole and verified (MPA with
+/// [`Placement::Verified`]): the receive path then stages whole FPDUs.
+fn verifies_first(deframer: &AnyDeframer) -> bool {
+    matches!(deframer, AnyDeframer::Mpa(r) if r.placement() == Placement::Verified)
 }

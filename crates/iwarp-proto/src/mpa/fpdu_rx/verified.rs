@@ -5,7 +5,7 @@
 //! receiver MUST first verify the FPDU before passing the ULPDU to DDP."
 //!
 //! The receiver needs no buffer of its own for it: in this mode
-//! [`FpduReceiver::receive`] takes whole FPDUs only, leaving the octets of
+//! [`Deframer::receive`] takes whole FPDUs only, leaving the octets of
 //! an incomplete one to the caller, who presents them again with more
 //! (as the startup machines leave what follows a frame). It first checks
 //! an FPDU in full (markers, CRC), then walks the same octets a second
@@ -13,15 +13,21 @@
 //! [`FpduReceiver::next_fpdu_len`] tells the caller how many octets the
 //! FPDU at the front of its buffer needs, so that it can read that many.
 
-use super::{FpduReceiver, FramingEvent, Next, Span, UlpduLayout, GATHER};
-use crate::framing::{FeedError, UlpduSink};
+use super::FpduReceiver;
+use crate::framing::{
+    Deframer, FeedError, FramingEvent, Layout, Next, Span, UlpduSink, MARKER_LEN,
+};
 use crate::mpa::error::MpaError;
 use crate::mpa::fpdu::{fpdu_len, pad_len, CRC_LEN, HEADER_LEN, MAX_ULPDU_LEN};
-use crate::mpa::marker::{self, MARKER_INTERVAL, MARKER_LEN};
+use crate::mpa::marker::INTERVAL;
+
+/// Payload runs handed to the sink in one call at most, as the
+/// [`crate::framing::receive`] loop gathers them.
+const GATHER: usize = 16;
 
 /// When an FPDU receiver passes a ULPDU's octets to the layer above. A
-/// receiver starts in [`Placement::Direct`], whose
-/// [`FpduReceiver::receive`] consumes every octet it is given;
+/// receiver starts in [`Placement::Direct`], whose [`Deframer::receive`]
+/// consumes every octet it is given;
 /// [`FpduReceiver::with_placement`] selects [`Placement::Verified`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Placement {
@@ -34,7 +40,7 @@ pub enum Placement {
     Direct,
     /// Once the whole FPDU has arrived and passed every check (RFC 5044
     /// §6): nothing of a damaged FPDU is ever placed.
-    /// [`FpduReceiver::receive`] then consumes whole FPDUs only.
+    /// [`Deframer::receive`] then consumes whole FPDUs only.
     Verified,
 }
 
@@ -42,7 +48,7 @@ pub enum Placement {
 /// and CRC, and the markers that can fall among them (one every 508
 /// octets of FPDU, plus one at either end).
 pub const MAX_FPDU_WIRE_LEN: usize = fpdu_len(MAX_ULPDU_LEN)
-    + MARKER_LEN * (fpdu_len(MAX_ULPDU_LEN).div_ceil(MARKER_INTERVAL as usize - MARKER_LEN) + 1);
+    + MARKER_LEN * (fpdu_len(MAX_ULPDU_LEN).div_ceil(INTERVAL.get() as usize - MARKER_LEN) + 1);
 
 impl FpduReceiver {
     /// The same receiver with `placement`. Set it before the first octet,
@@ -61,7 +67,7 @@ impl FpduReceiver {
     /// FPDU that starts here, if the receiver sits between FPDUs and
     /// `input` (the octets that follow) holds its ULPDU_Length.
     pub fn next_fpdu_len(&self, input: &[u8]) -> Option<usize> {
-        if !self.at_fpdu_boundary() {
+        if !self.at_boundary() {
             return None;
         }
         let mut offset = self.offset;
@@ -69,7 +75,7 @@ impl FpduReceiver {
         let mut header = [0u8; HEADER_LEN];
         let mut got = 0;
         while got < HEADER_LEN {
-            if self.markers && marker::is_marker_at(offset) {
+            if self.markers && INTERVAL.is_marker_at(offset) {
                 at += MARKER_LEN;
                 offset += MARKER_LEN as u64;
                 continue;
@@ -82,14 +88,13 @@ impl FpduReceiver {
         let ulpdu_len = usize::from(u16::from_be_bytes(header));
         let mut left = ulpdu_len + pad_len(ulpdu_len) + CRC_LEN;
         while left > 0 {
-            if self.markers && marker::is_marker_at(offset) {
+            if self.markers && INTERVAL.is_marker_at(offset) {
                 at += MARKER_LEN;
                 offset += MARKER_LEN as u64;
                 continue;
             }
             let run = if self.markers {
-                let room = marker::next_marker_at(offset) - offset;
-                left.min(usize::try_from(room).unwrap_or(usize::MAX))
+                left.min(INTERVAL.room(offset))
             } else {
                 left
             };
@@ -100,7 +105,7 @@ impl FpduReceiver {
         Some(at)
     }
 
-    /// [`FpduReceiver::receive`] in [`Placement::Verified`] mode.
+    /// [`Deframer::receive`] in [`Placement::Verified`] mode.
     //= rfc5044#6
     //# An MPA receiver MUST first verify the FPDU before passing the ULPDU
     //# to DDP.
@@ -126,15 +131,11 @@ impl FpduReceiver {
             let mut pieces: [&[u8]; GATHER] = [&[]; GATHER];
             let mut count = 0;
             let mut pos = at;
-            let layout = UlpduLayout {
-                offset,
-                left: ulpdu_len,
-                markers: self.markers,
-            };
+            let layout = Layout::new(offset, ulpdu_len, self.markers.then_some(INTERVAL));
             for span in layout {
                 match span {
                     Span::Marker => pos += MARKER_LEN,
-                    Span::Ulpdu(n) => {
+                    Span::Payload(n) => {
                         pieces[count] = &fpdu[pos..pos + n];
                         pos += n;
                         count += 1;
@@ -160,17 +161,19 @@ impl FpduReceiver {
         let mut ulpdu = None;
         while at < fpdu.len() {
             match self.next() {
-                Next::Ulpdu { run, .. } => {
+                Next::Payload { run, .. } => {
                     let n = run.min(fpdu.len() - at);
-                    self.push_ulpdu(&fpdu[at..at + n])?;
+                    self.push_payload(&fpdu[at..at + n])?;
                     at += n;
                 }
                 Next::Framing => {
                     let (n, event) = self.push_framing(&fpdu[at..])?;
                     at += n;
                     match event {
-                        Some(FramingEvent::UlpduBegin(len)) => ulpdu = Some((at, self.offset, len)),
-                        Some(FramingEvent::UlpduEnd) => break,
+                        Some(FramingEvent::Begin { payload_len, .. }) => {
+                            ulpdu = Some((at, self.offset, payload_len))
+                        }
+                        Some(FramingEvent::End) => break,
                         None => {}
                     }
                 }

@@ -19,10 +19,10 @@ use super::frame::{FrameKind, Revision, StartupFrameRepr};
 use super::negotiate;
 use super::outcome::{Established, Event, PeerRejection};
 use super::reader::{FrameReader, ReceivedFrame};
-use super::{deadline_after, Common, Role, StartupConfig, StartupMachine, State};
-use crate::framing::WireBatch;
-use crate::mpa::{FpduTransmitter, FramingParams, LlpErrorCode};
-use crate::rdmap::{ProtocolError, TerminateMessage, TERMINATE_ULPDU_MAX_LEN};
+use super::{deadline_after, Common, MpaStartup, Role, StartupConfig, StartupMachine, State};
+use crate::framing::{Framer, LlpErrorCode, WireBatch};
+use crate::mpa::{FpduTransmitter, FramingParams};
+use crate::rdmap::{ProtocolError, TerminateMessage};
 
 /// What this initiator put in its Request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,24 +225,36 @@ impl Initiator {
     /// with the code as its first FPDU, framed as the Reply settled, and
     /// then closes. It is queued for [`StartupMachine::poll_transmit`].
     fn queue_terminate(&mut self, framing: FramingParams, code: LlpErrorCode) {
-        let message = TerminateMessage::new(ProtocolError::Llp(code));
-        let mut ulpdu = [0u8; TERMINATE_ULPDU_MAX_LEN];
-        let len = message.emit_ulpdu(1, &mut ulpdu);
+        let (ulpdu, len) = TerminateMessage::new(ProtocolError::Llp(code)).to_ulpdu(1);
         let ulpdu = &ulpdu[..len];
         let mut batch = WireBatch::new();
         // A Terminate is far below the largest ULPDU: framing cannot fail.
+        // Passed as the header, its octets are copied into the batch.
         if FpduTransmitter::new(framing)
-            .frame(&[ulpdu], &mut batch)
+            .frame(ulpdu, &[], &mut batch)
             .is_ok()
         {
             let mut fpdu = Vec::with_capacity(batch.wire_len());
-            batch.write_to(&[ulpdu], &mut fpdu);
+            batch.write_to(&[], &mut fpdu);
             self.common.transmit.push_back(fpdu);
         }
     }
 }
 
+impl MpaStartup for Initiator {
+    fn state(&self) -> State {
+        self.common.state
+    }
+
+    fn established(&self) -> Option<&Established> {
+        self.common.established.as_ref()
+    }
+}
+
 impl StartupMachine for Initiator {
+    type Event = Event;
+    type Error = StartupError;
+
     fn handle_input(&mut self, input: &[u8], _now: Instant) -> Result<usize, StartupError> {
         self.common.check_failed()?;
         if self.common.state != State::AwaitingReply {
@@ -291,14 +303,6 @@ impl StartupMachine for Initiator {
 
     fn poll_event(&mut self) -> Option<Event> {
         self.common.events.pop_front()
-    }
-
-    fn state(&self) -> State {
-        self.common.state
-    }
-
-    fn established(&self) -> Option<&Established> {
-        self.common.established.as_ref()
     }
 
     fn error(&self) -> Option<&StartupError> {
