@@ -15,32 +15,10 @@ use iwarp::proto::mpa::startup::{
 use iwarp::proto::rdmap::{PostError, TerminateMessage};
 use iwarp::{
     connect, CompletionStatus, Config, ConnectionError, CrcPolicy, Error, IrdOrd, Listener,
-    Placement, ProtectionDomain, QpOptions, QpState, QueuePair, Revision,
+    Placement, ProtectionDomain, QpOptions, QpState, Revision,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-
-/// A raw MPA initiator (revision 1, CRC) connected to our listener,
-/// which accepts with `opts`.
-async fn raw_initiator(opts: QpOptions) -> (RawPeer, QueuePair) {
-    raw_initiator_with(Config::default(), opts).await
-}
-
-/// [`raw_initiator`] with our listener configured by `cfg`.
-async fn raw_initiator_with(cfg: Config, opts: QpOptions) -> (RawPeer, QueuePair) {
-    let mut listener = Listener::bind("127.0.0.1:0", cfg).await.unwrap();
-    let addr = listener.local_addr();
-    let request = startup_frame(FrameKind::Request, Revision::Rev1, true, b"");
-    let accept = async move {
-        let req = listener.accept().await.unwrap();
-        req.accept(opts, b"").await.unwrap()
-    };
-    let ((raw, _), qp) = within("raw startup", async {
-        tokio::join!(RawPeer::initiate(addr, &request), accept)
-    })
-    .await;
-    (raw, qp)
-}
 
 /// A revision 2 Reply with CRC, no markers, and enhanced data `ird`/`ord`.
 fn enhanced_reply(ird: u16, ord: u16) -> Vec<u8> {
@@ -271,7 +249,7 @@ async fn a_terminate_out_of_layout_is_not_answered() {
         let pd = ProtectionDomain::new();
         let inbox = region(&pd, 64);
         let opts = QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap());
-        let (mut raw, qp) = raw_initiator(opts).await;
+        let (mut raw, qp) = raw_initiator(Config::default(), true, opts).await;
         let mut t = hex(header);
         t.extend(payload.iter());
         raw.send_ulpdu(&t).await;
@@ -386,7 +364,7 @@ async fn a_damaged_fpdu_is_placed_only_without_verification() {
             Placement::Verified => Config::default(),
             Placement::Direct => Config::default().placement(placement),
         };
-        let (mut raw, qp) = raw_initiator_with(cfg, opts).await;
+        let (mut raw, qp) = raw_initiator(cfg, true, opts).await;
         // A valid first FPDU (a zero-length Send), so that our end answers
         // a CRC error with a Terminate (RFC 5044 §7.1.2 rule 4).
         raw.send_ulpdu(&hex("4143 00000000 00000000 00000001 00000000"))
