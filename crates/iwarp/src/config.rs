@@ -69,10 +69,10 @@ pub struct Config {
     /// arrives, straight from the socket into its region, and checks the
     /// FPDU at its end, before anything is delivered: a damaged FPDU may
     /// then have been placed (only where the peer may write), a deviation
-    /// from §6. Measured on loopback, verification costs about 3% more
-    /// CPU per octet without markers and saves about 11% with them (see
-    /// the README). IFT checks its header CRC before any payload is
-    /// placed, either way.
+    /// from §6. Measured on loopback, verification costs 2 to 3% more CPU
+    /// per octet without markers and saves 4 to 8% with them (see the
+    /// README). IFT checks its header CRC before any payload is placed,
+    /// either way.
     pub placement: Placement,
     /// Send-queue work requests outstanding at most.
     pub send_queue_depth: usize,
