@@ -1,6 +1,6 @@
 //! Arbitrary ULPDU sequences into a receiving queue pair with registered
 //! regions, interleaved with local work requests, invalidations, direct
-//! placement and LLP errors: it must never panic, never write outside a
+//! placement, LLP errors and closes: it must never panic, never write outside a
 //! region, never write a region that grants no write right, and never
 //! place anything once the stream has failed.
 #![no_main]
@@ -91,8 +91,9 @@ fuzz_target!(|data: &[u8]| {
         });
     }
     let mut cfg = QueuePairConfig::new(pd, StreamId(1));
-    cfg.ird = 1 + (cfg_byte & 3) as usize;
-    cfg.ord = 1 + (cfg_byte >> 2 & 3) as usize;
+    // 0 included: no Read served, none posted.
+    cfg.ird = (cfg_byte & 3) as usize;
+    cfg.ord = (cfg_byte >> 2 & 3) as usize;
     cfg.recv_queue_depth = 4;
     cfg.send_queue_depth = 8;
     let mut qp = QueuePair::new(cfg, Arc::clone(&table));
@@ -143,8 +144,12 @@ fuzz_target!(|data: &[u8]| {
                 }
                 if aim & 0x20 == 0 {
                     let _ = qp.ulpdu_end();
-                } else {
+                } else if aim & 0x10 == 0 {
                     qp.handle_llp_error(LlpErrorCode::CrcError);
+                } else {
+                    // The LLP closed mid-ULPDU; a careless caller goes on
+                    // feeding it (the rest comes with the next command).
+                    qp.handle_llp_closed();
                 }
             }
             3 => {
@@ -185,8 +190,8 @@ fuzz_target!(|data: &[u8]| {
                 while qp.poll_event().is_some() {}
             }
         }
-        // Once failed, nothing more is placed.
-        if matches!(qp.state(), QpState::Terminate | QpState::Error) {
+        // Once failed or closed, nothing more is placed.
+        if matches!(qp.state(), QpState::Terminate | QpState::Error | QpState::Closed) {
             let now: Vec<Vec<u8>> = regions.iter().map(|r| r.buffer.to_vec()).collect();
             if let Some(before) = &failed_snapshot {
                 assert!(before == &now, "placement after the stream failed");

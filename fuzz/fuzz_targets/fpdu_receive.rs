@@ -1,11 +1,12 @@
 //! Arbitrary octets into the FPDU receiver, in arbitrary chunks, with
-//! arbitrary framing parameters and stream offset: it must never panic,
-//! chunking must not change the outcome, and a ULPDU must never be passed
-//! on with more octets than its length announced.
+//! arbitrary framing parameters and stream offset, in both placement
+//! modes: it must never panic, chunking must not change the outcome, a
+//! ULPDU must never be passed on with more octets than its length
+//! announced, and in verify-before-place mode never in part.
 #![no_main]
 
 use iwarp_proto::framing::{Deframer, FeedError, UlpduSink};
-use iwarp_proto::mpa::{FpduReceiver, FramingParams};
+use iwarp_proto::mpa::{FpduReceiver, FramingParams, Placement};
 use libfuzzer_sys::fuzz_target;
 
 /// Checks the sink contract while recording what it saw.
@@ -54,6 +55,33 @@ fn run(params: FramingParams, offset: u64, data: &[u8], chunk: usize) -> (Checke
     (sink, error)
 }
 
+/// The same in verify-before-place mode, presenting again what the
+/// receiver leaves (an incomplete FPDU): no ULPDU may be in progress at
+/// the sink between calls. Returns what the sink saw, the error, and the
+/// octets left over.
+fn run_verified(
+    params: FramingParams,
+    offset: u64,
+    data: &[u8],
+    chunk: usize,
+) -> (Checked, Option<String>, usize) {
+    let mut rx = FpduReceiver::at_offset(params, offset).with_placement(Placement::Verified);
+    let mut sink = Checked::default();
+    let mut staged = Vec::new();
+    for piece in data.chunks(chunk.max(1)) {
+        staged.extend_from_slice(piece);
+        match rx.receive(&staged, &mut sink) {
+            Ok(n) => {
+                staged.drain(..n);
+            }
+            Err(FeedError::Framing(e)) => return (sink, Some(e.to_string()), staged.len()),
+            Err(FeedError::Sink(())) => unreachable!(),
+        }
+        assert!(sink.current.is_none(), "a ULPDU passed on before its FPDU was whole");
+    }
+    (sink, None, staged.len())
+}
+
 fuzz_target!(|input: &[u8]| {
     if input.len() < 4 {
         return;
@@ -70,4 +98,11 @@ fuzz_target!(|input: &[u8]| {
     let whole = run(params, offset, data, data.len());
     let chunked = run(params, offset, data, chunk);
     assert_eq!(whole, chunked);
+    let verified = run_verified(params, offset, data, data.len());
+    assert_eq!(verified, run_verified(params, offset, data, chunk));
+    // Verification changes when ULPDUs pass, never which ones.
+    assert_eq!(verified.0.events, whole.0.events);
+    if verified.1.is_some() {
+        assert_eq!(verified.1, whole.1);
+    }
 });

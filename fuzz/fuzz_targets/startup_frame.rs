@@ -86,12 +86,17 @@ fn initiator_run(mut m: Initiator, chunks: &[&[u8]], eof: bool, now: Instant) ->
     if m.state() != State::AwaitingReply {
         assert_eq!(m.poll_timeout(), None);
     }
+    let transmit: Vec<Vec<u8>> = std::iter::from_fn(|| m.poll_transmit()).collect();
+    // The Request, and after a valid Reply it cannot use (RFC 6581) the
+    // Terminate the initiator owes; nothing else.
+    let owes_terminate = result.as_ref().is_err_and(|e| e.terminate_queued());
+    assert_eq!(transmit.len(), 1 + usize::from(owes_terminate));
     Summary {
         consumed,
         result,
         state: m.state(),
         events: std::iter::from_fn(|| m.poll_event()).collect(),
-        transmit: std::iter::from_fn(|| m.poll_transmit()).collect(),
+        transmit,
         after: after_timeout,
     }
 }

@@ -9,7 +9,7 @@ mod common;
 use common::{feed, Node, Region, Rng};
 use iwarp_proto::memory::{Access, MemoryBuffer, RegionSpec, STag, StreamId};
 use iwarp_proto::mpa::LlpErrorCode;
-use iwarp_proto::rdmap::{CompletionStatus, Event, ProtocolError, QpState, SendFlags};
+use iwarp_proto::rdmap::{CompletionStatus, Event, PostError, ProtocolError, QpState, SendFlags};
 
 const RW: Access = Access::LOCAL_WRITE.union(Access::REMOTE_WRITE);
 const RECV_ID: u64 = 100;
@@ -219,12 +219,25 @@ fn tagged_1_stag_bound_to_another_stream() {
     assert_eq!(buf.to_vec(), vec![0; 64]);
 }
 
+//= rfc5041#7.2
+//= type=test
+//# The following error numbers MUST be used when reporting errors to
+//# the ULP.
 #[test]
 fn tagged_2_no_remote_write_right() {
-    // RFC 5041 has no code for it: RDMAP remote protection, access rights.
+    // Tagged check 2 (a buffer that allows Placement) fails: DDP tagged
+    // buffer error, invalid STag (the table has no access-rights code), as
+    // Linux siw reports it. Not RDMAP's remote protection code.
     let mut v = Victim::new();
     let s = tagged(0, true, v.private.stag.0, 0x9000, &[1; 16]);
-    v.expect(&[&s], rdmap(1, 0x02), &term(0, 1, 0x02, Some(&s), false));
+    v.expect(&[&s], ddp_tagged(0x00), &term(1, 1, 0x00, Some(&s), false));
+}
+
+#[test]
+fn read_source_without_the_read_right_is_rdmaps_to_report() {
+    // The Read Request is checked by RDMAP at the Data Source (RFC 5040
+    // §5.2), not by DDP placement: there the access-rights code exists.
+    read_source_error(|v| (v.private.stag.0, 0x9000, 8), 0x02);
 }
 
 #[test]
@@ -360,6 +373,31 @@ fn untagged_2_ird_exceeded() {
         ddp_untagged(0x02),
         &term(1, 2, 0x02, Some(&r2), true),
     );
+}
+
+#[test]
+fn untagged_2_ird_zero_serves_no_read() {
+    // IRD 0 (RFC 6581: this end accepted no Reads): the first Read Request
+    // already finds no "buffer" on queue 1.
+    let mut v = Victim::with(|c| c.ird = 0);
+    let r = read_request(1, 5, 0, 8, v.readable.stag.0, 0x8000);
+    v.expect(&[&r], ddp_untagged(0x02), &term(1, 2, 0x02, Some(&r), true));
+}
+
+#[test]
+fn ord_zero_refuses_reads_at_the_post() {
+    // ORD 0: the peer serves no Reads, so a Read must fail where it is
+    // posted, not go out for the peer to refuse.
+    let mut v = Victim::with(|c| c.ord = 0);
+    let posted = v
+        .node
+        .qp
+        .rdma_read(7, v.writable.sge(0, 16), STag(0x4242), 0);
+    assert_eq!(posted, Err(PostError::ZeroOrd));
+    assert!(v.node.qp.poll_transmit().is_none());
+    assert_eq!(v.node.qp.state(), QpState::ReadyToSend);
+    v.node.drain();
+    assert!(v.node.completions.is_empty());
 }
 
 #[test]
@@ -586,6 +624,51 @@ fn read_response_must_match_the_outstanding_read() {
 }
 
 #[test]
+fn read_response_shorter_than_the_read() {
+    // RFC 5041 §5.2: "the Data Sink is not required to verify that the
+    // entire ULP Message has been received"; not required, so allowed.
+    // A Read Response whose L flag comes before the requested size would
+    // otherwise complete the Read as a success over octets never written,
+    // so it is a base-or-bounds error, as Linux siw reports it
+    // (siw_rresp_check_ntoh). What came before it stays placed; the
+    // short segment is not; the Read completes with a fatal error and the
+    // octets it did receive.
+    for (segments, placed) in [
+        (vec![(true, 0x1000, 12)], 0),
+        (vec![(false, 0x1000, 8), (true, 0x1008, 4)], 8),
+        (vec![(true, 0x1000, 0)], 0),
+    ] {
+        let mut v = Victim::new();
+        v.node
+            .qp
+            .rdma_read(7, v.writable.sge(0, 16), STag(0x4242), 0)
+            .unwrap();
+        assert!(v.node.qp.poll_transmit().is_some());
+        let segs: Vec<Vec<u8>> = segments
+            .iter()
+            .map(|&(last, to, len)| tagged(2, last, v.writable.stag.0, to, &vec![0xab; len]))
+            .collect();
+        // `expect` checks that nothing at all was placed; here the
+        // segments before the short one legitimately were.
+        let (last, init) = segs.split_last().unwrap();
+        for s in init {
+            v.feed(s).unwrap();
+        }
+        assert_eq!(v.feed(last), Err(ddp_tagged(0x01)), "{segments:?}");
+        let t = v.node.qp.poll_transmit().unwrap().to_vec().unwrap();
+        assert_eq!(t[18..], term(1, 1, 0x01, Some(last), false)[..]);
+        v.node.drain();
+        let c = v.node.completions.iter().find(|c| c.wr_id == 7).unwrap();
+        assert_eq!(c.status, CompletionStatus::FatalError, "{segments:?}");
+        assert_eq!(c.byte_len, placed, "{segments:?}");
+        let b = v.writable.bytes();
+        assert!(b[..placed as usize].iter().all(|&x| x == 0xab));
+        assert!(b[placed as usize..].iter().all(|&x| x == 0x22));
+        v.writable.assert_canaries();
+    }
+}
+
+#[test]
 fn read_sink_invalidated_before_the_response() {
     let mut v = Victim::new();
     v.node
@@ -632,6 +715,142 @@ fn llp_errors_terminate_with_layer_2() {
     }
 }
 
+#[test]
+fn feeding_after_the_llp_closed_is_ignored() {
+    // A caller that goes on feeding the ULPDU in progress after
+    // `handle_llp_closed` (a misuse: the stream is gone) must not make the
+    // engine panic, place or deliver anything: receiving stops with the
+    // LLP. The work the ULPDU would have completed was flushed.
+    use iwarp_proto::framing::UlpduSink;
+    for read_response in [true, false] {
+        for cut in [1, 14, 20] {
+            let mut v = Victim::new();
+            let ulpdu = if read_response {
+                tagged(2, true, v.writable.stag.0, 0x1000, &[0xab; 16])
+            } else {
+                send(1, 0, &[0xcd; 8])
+            };
+            v.node
+                .qp
+                .rdma_read(7, v.writable.sge(0, 16), STag(0x4242), 0)
+                .unwrap();
+            assert!(v.node.qp.poll_transmit().is_some());
+            let qp = &mut v.node.qp;
+            qp.ulpdu_begin(ulpdu.len()).unwrap();
+            qp.ulpdu_data(&ulpdu[..cut]).unwrap();
+            qp.handle_llp_closed();
+            assert!(!qp.is_receiving());
+            let before: Vec<_> = v.regions().iter().map(|(r, _)| r.bytes()).collect();
+            let qp = &mut v.node.qp;
+            assert_eq!(qp.ulpdu_data(&ulpdu[cut..]), Ok(()));
+            assert_eq!(qp.ulpdu_end(), Ok(()));
+            assert_eq!(qp.place_direct(8, |d| d.len()), 0);
+            assert!(qp.placement_target().is_none());
+            v.node.drain();
+            assert_eq!(v.node.qp.state(), QpState::Error);
+            assert!(v.node.qp.poll_transmit().is_none());
+            let statuses: Vec<_> = v.node.completions.iter().map(|c| c.status).collect();
+            assert_eq!(statuses, [CompletionStatus::FlushError; 2], "{cut}");
+            let after: Vec<_> = v.regions().iter().map(|(r, _)| r.bytes()).collect();
+            assert_eq!(before, after, "placed after the close");
+            for (r, _) in v.regions() {
+                r.assert_canaries();
+            }
+        }
+    }
+}
+
+/// An engine call, for the misuse property test.
+#[derive(Debug, Clone)]
+enum Call {
+    Begin(usize),
+    Data(Vec<u8>),
+    End,
+    PlaceDirect(usize),
+    LlpClosed,
+    LlpError,
+    Close,
+    PostRecv,
+    PostRead,
+    PollTransmit,
+}
+
+fn call() -> impl proptest::strategy::Strategy<Value = Call> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0usize..80).prop_map(Call::Begin),
+        proptest::collection::vec(any::<u8>(), 1..40).prop_map(Call::Data),
+        Just(Call::End),
+        (0usize..40).prop_map(Call::PlaceDirect),
+        Just(Call::LlpClosed),
+        Just(Call::LlpError),
+        Just(Call::Close),
+        Just(Call::PostRecv),
+        Just(Call::PostRead),
+        Just(Call::PollTransmit),
+    ]
+}
+
+proptest::proptest! {
+    /// The engine's entry points called in any order, ULPDUs cut anywhere
+    /// and pieces fed outside any ULPDU or after the LLP closed: nothing
+    /// panics, and once the LLP has closed nothing more is placed.
+    #[test]
+    fn engine_calls_in_any_order_never_panic(
+        calls in proptest::collection::vec(call(), 0..60),
+        header in 0usize..3,
+    ) {
+        use iwarp_proto::framing::UlpduSink;
+        let mut v = Victim::new();
+        // Real header octets, so that some calls go past the checks.
+        let prefix = match header {
+            0 => tagged(2, true, v.writable.stag.0, 0x1000, &[]),
+            1 => send(1, 0, &[]),
+            _ => tagged(0, true, v.writable.stag.0, 0x1000, &[]),
+        };
+        let mut closed: Option<Vec<Vec<u8>>> = None;
+        for c in calls {
+            let qp = &mut v.node.qp;
+            let closes = matches!(c, Call::LlpClosed);
+            match c {
+                Call::Begin(n) => {
+                    let _ = qp.ulpdu_begin(prefix.len() + n);
+                    let _ = qp.ulpdu_data(&prefix);
+                }
+                Call::Data(d) => {
+                    let _ = qp.ulpdu_data(&d);
+                }
+                Call::End => {
+                    let _ = qp.ulpdu_end();
+                }
+                Call::PlaceDirect(n) => {
+                    qp.place_direct(n, |d| d.len());
+                }
+                Call::LlpClosed => qp.handle_llp_closed(),
+                Call::LlpError => qp.handle_llp_error(LlpErrorCode::CrcError),
+                Call::Close => qp.close(),
+                Call::PostRecv => {
+                    let _ = qp.post_recv(1, v.recv.sge(0, 64));
+                }
+                Call::PostRead => {
+                    let _ = qp.rdma_read(2, v.writable.sge(0, 64), STag(0x4242), 0);
+                }
+                Call::PollTransmit => while qp.poll_transmit().is_some() {},
+            }
+            v.node.drain();
+            let now: Vec<_> = v.regions().iter().map(|(r, _)| r.bytes()).collect();
+            if let Some(then) = &closed {
+                proptest::prop_assert_eq!(then, &now, "placed after the LLP closed");
+            } else if closes {
+                closed = Some(now);
+            }
+        }
+        for (r, _) in v.regions() {
+            r.assert_canaries();
+        }
+    }
+}
+
 // ---- Terminate received ---------------------------------------------------
 
 #[test]
@@ -653,6 +872,109 @@ fn a_received_terminate_stops_the_stream_and_is_not_answered() {
     assert_eq!(v.recv_status(), CompletionStatus::FlushError);
     v.feed(&send(1, 0, &[1; 4])).unwrap();
     v.assert_untouched();
+}
+
+#[test]
+fn any_received_terminate_ends_the_stream_without_an_answer() {
+    // RFC 5040 §4.8 lays a Terminate out as one last segment on queue 2,
+    // MO 0, next MSN, at most a control word and the header copies. One
+    // that breaks the layout still ends the stream: the peer has stopped,
+    // and answering a Terminate with one helps no one (Linux siw drops
+    // such a stream as well, siw_proc_terminate).
+    let payload = term(1, 2, 0x02, Some(&send(1, 0, &[0; 4])), false);
+    let long: Vec<u8> = payload.iter().copied().chain([0xab; 80]).collect();
+    let cases: [(&str, Vec<u8>, Option<u8>); 7] = [
+        (
+            "L clear",
+            untagged(7, false, 0, 2, 1, 0, &payload),
+            Some(0x02),
+        ),
+        (
+            "longer than the layout",
+            untagged(7, true, 0, 2, 1, 0, &long),
+            Some(0x02),
+        ),
+        (
+            "MSN not the next",
+            untagged(7, true, 0, 2, 5, 0, &payload),
+            Some(0x02),
+        ),
+        (
+            "MO not 0",
+            untagged(7, true, 0, 2, 1, 8, &payload),
+            Some(0x02),
+        ),
+        (
+            "another queue",
+            untagged(7, true, 0, 0, 1, 0, &payload),
+            Some(0x02),
+        ),
+        ("no payload", untagged(7, true, 0, 2, 1, 0, &[]), None),
+        (
+            "cut in the control word",
+            untagged(7, true, 0, 2, 1, 0, &payload[..3]),
+            None,
+        ),
+    ];
+    for (what, segment, code) in cases {
+        let mut v = Victim::new();
+        assert_eq!(v.feed(&segment), Ok(()), "{what}");
+        v.node.drain();
+        assert_eq!(v.node.qp.state(), QpState::Error, "{what}");
+        assert!(v.node.qp.poll_transmit().is_none(), "{what}: answered");
+        assert!(
+            !v.node
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::TerminateSent(_) | Event::LocalError(_))),
+            "{what}: {:?}",
+            v.node.events
+        );
+        let m = v
+            .node
+            .events
+            .iter()
+            .find_map(|e| match e {
+                Event::TerminateReceived(m) => Some(*m),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{what}: not reported"));
+        if let Some(code) = code {
+            assert_eq!(m.error(), Some(ddp_untagged(code)), "{what}");
+        }
+        assert_eq!(v.recv_status(), CompletionStatus::FlushError, "{what}");
+        v.feed(&send(1, 0, &[1; 4])).unwrap();
+        v.assert_untouched();
+    }
+}
+
+proptest::proptest! {
+    /// Whatever its queue, MSN, MO, L flag and payload, an untagged
+    /// Terminate ends the stream unanswered, however it is cut into
+    /// pieces.
+    #[test]
+    fn no_terminate_is_answered(
+        last: bool,
+        qn in proptest::prop_oneof![0u32..4, proptest::num::u32::ANY],
+        msn: u32,
+        mo: u32,
+        payload in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+        seed: u64,
+    ) {
+        let mut v = Victim::new();
+        v.rng = Rng(seed);
+        let segment = untagged(7, last, 0, qn, msn, mo, &payload);
+        proptest::prop_assert_eq!(v.feed(&segment), Ok(()));
+        proptest::prop_assert_eq!(v.node.qp.state(), QpState::Error);
+        proptest::prop_assert!(v.node.qp.poll_transmit().is_none());
+        v.node.drain();
+        proptest::prop_assert!(v
+            .node
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::TerminateReceived(_))));
+        v.assert_untouched();
+    }
 }
 
 #[test]

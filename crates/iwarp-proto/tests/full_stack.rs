@@ -1,7 +1,8 @@
 //! Two full stacks, RDMAP over DDP over MPA, back to back through a byte
-//! channel that splits and merges the stream arbitrarily. One side may
-//! place payload directly (MPA step API plus `place_direct`), the other
-//! through the `UlpduSink` path.
+//! channel that splits and merges the stream arbitrarily. Each side
+//! receives in one of three ways: through the `UlpduSink` path as octets
+//! arrive, placing payload directly (MPA step API plus `place_direct`),
+//! or verifying each FPDU whole before anything is placed (RFC 5044 §6).
 
 mod common;
 
@@ -11,34 +12,55 @@ use iwarp_proto::framing::{
 };
 use iwarp_proto::memory::Access;
 use iwarp_proto::mpa::mulpdu::mulpdu;
-use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams};
+use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams, Placement};
 use iwarp_proto::rdmap::{CompletionOpcode, CompletionStatus, Event, QpState, SendFlags};
 use proptest::prelude::*;
 
 const RW: Access = Access::LOCAL_WRITE.union(Access::REMOTE_WRITE);
+
+/// How a stack receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rx {
+    /// Octets through the `UlpduSink` path as they arrive.
+    Sink,
+    /// Payload placed straight from the "socket" with `place_direct`.
+    Direct,
+    /// Each FPDU staged whole and verified before anything is placed.
+    Verified,
+}
+
+const RX: [Rx; 3] = [Rx::Sink, Rx::Direct, Rx::Verified];
 
 struct Stack {
     node: Node,
     tx: FpduTransmitter,
     rx: FpduReceiver,
     batch: WireBatch,
-    direct: bool,
+    mode: Rx,
+    /// What a verifying receiver left: an incomplete FPDU.
+    staged: Vec<u8>,
     sink_errors: usize,
 }
 
 impl Stack {
-    fn new(stream: u64, params: FramingParams, emss: usize, direct: bool) -> Self {
+    fn new(stream: u64, params: FramingParams, emss: usize, mode: Rx) -> Self {
         let mut node = Node::new(stream, |c| {
             c.ord = 8;
             c.ird = 8;
         });
         node.qp.set_mulpdu(mulpdu(emss, params.send_markers));
+        let placement = if mode == Rx::Verified {
+            Placement::Verified
+        } else {
+            Placement::Direct
+        };
         Self {
             node,
             tx: FpduTransmitter::new(params),
-            rx: FpduReceiver::new(params),
+            rx: FpduReceiver::new(params).with_placement(placement),
             batch: WireBatch::new(),
-            direct,
+            mode,
+            staged: Vec::new(),
             sink_errors: 0,
         }
     }
@@ -58,14 +80,28 @@ impl Stack {
 
     /// Receives a chunk of stream octets.
     fn pump_in_stream(&mut self, chunk: &[u8]) {
-        if self.direct {
+        if self.mode == Rx::Direct {
             self.pump_in_direct(chunk);
             return;
         }
-        match self.rx.receive(chunk, &mut self.node.qp) {
-            Ok(_) => {}
-            Err(FeedError::Framing(e)) => self.node.qp.handle_llp_error(e.llp_code()),
-            Err(FeedError::Sink(_)) => self.sink_errors += 1,
+        // A verifying receiver takes whole FPDUs only: what it leaves is
+        // presented again with the next chunk.
+        self.staged.extend_from_slice(chunk);
+        match self.rx.receive(&self.staged, &mut self.node.qp) {
+            Ok(used) => {
+                self.staged.drain(..used);
+            }
+            Err(FeedError::Framing(e)) => {
+                self.staged.clear();
+                self.node.qp.handle_llp_error(e.llp_code())
+            }
+            Err(FeedError::Sink(_)) => {
+                self.staged.clear();
+                self.sink_errors += 1
+            }
+        }
+        if self.mode == Rx::Sink {
+            assert!(self.staged.is_empty(), "a direct-mode receiver takes all");
         }
     }
 
@@ -149,13 +185,13 @@ proptest! {
         markers_ab in any::<bool>(),
         markers_ba in any::<bool>(),
         emss in 200usize..9000,
-        direct_a in any::<bool>(),
-        direct_b in any::<bool>(),
+        rx_a in 0usize..3,
+        rx_b in 0usize..3,
         seed in any::<u64>(),
     ) {
         let pa = FramingParams { crc, send_markers: markers_ab, receive_markers: markers_ba };
-        let mut a = Stack::new(1, pa, emss, direct_a);
-        let mut b = Stack::new(2, pa.mirrored(), emss, direct_b);
+        let mut a = Stack::new(1, pa, emss, RX[rx_a]);
+        let mut b = Stack::new(2, pa.mirrored(), emss, RX[rx_b]);
         let mut rng = Rng(seed);
         let mut checks = Vec::new();
         for (i, (o, reverse)) in ops.iter().enumerate() {
@@ -214,8 +250,8 @@ fn damaged_header_reports_crc_error_not_invalid_stag() {
         send_markers: false,
         receive_markers: false,
     };
-    let mut a = Stack::new(1, params, 1460, false);
-    let mut b = Stack::new(2, params.mirrored(), 1460, false);
+    let mut a = Stack::new(1, params, 1460, Rx::Sink);
+    let mut b = Stack::new(2, params.mirrored(), 1460, Rx::Sink);
     let target = b.node.region(100, 0x1000, RW, 0);
     let src = a.node.region(100, 0, Access::empty(), 0x55);
     let sink = a.node.region(8, 0, Access::LOCAL_WRITE, 0);
@@ -265,4 +301,53 @@ fn damaged_header_reports_crc_error_not_invalid_stag() {
         .unwrap();
     assert_eq!(recv.status, CompletionStatus::FlushError);
     target.assert_canaries();
+}
+
+/// RFC 5044 §6: "An MPA receiver MUST first verify the FPDU before passing
+/// the ULPDU to DDP." A payload bit flipped in transit: a verifying
+/// receiver places nothing of the Write, in whatever chunks it arrives;
+/// one that places as octets arrive (the documented deviation) has
+/// placed them when the CRC fails, and delivers nothing either way.
+//= rfc5044#6
+//= type=test
+//# An MPA receiver MUST first verify the FPDU before passing the ULPDU
+//# to DDP.
+#[test]
+fn damaged_payload_is_placed_only_without_verification() {
+    let params = FramingParams {
+        crc: true,
+        send_markers: true,
+        receive_markers: true,
+    };
+    for mode in RX {
+        for chunk in [1, 7, 512, 100_000] {
+            let mut a = Stack::new(1, params, 1460, Rx::Sink);
+            let mut b = Stack::new(2, params.mirrored(), 1460, mode);
+            let target = b.node.region(1000, 0x1000, RW, 0);
+            let src = a.node.region(1000, 0, Access::empty(), 0x55);
+            a.node
+                .qp
+                .rdma_write(1, src.sge(0, 1000), target.stag, 0x1000)
+                .unwrap();
+            let mut wire = Vec::new();
+            a.pump_out(&mut wire);
+            // A payload octet of the only FPDU, past its headers.
+            wire[600] ^= 0x10;
+            for piece in wire.chunks(chunk) {
+                b.pump_in(piece);
+            }
+            b.node.drain();
+            assert!(b.node.events.contains(&Event::LocalError(
+                iwarp_proto::rdmap::ProtocolError::Llp(LlpErrorCode::CrcError)
+            )));
+            assert_eq!(b.node.qp.one_sided_counters().writes_received, 0);
+            let placed = target.bytes().iter().filter(|&&x| x != 0).count();
+            if mode == Rx::Verified {
+                assert_eq!(placed, 0, "chunks of {chunk}");
+            } else {
+                assert!(placed > 900, "{mode:?}, chunks of {chunk}: {placed}");
+            }
+            target.assert_canaries();
+        }
+    }
 }

@@ -123,9 +123,12 @@ pub async fn connect_stream(
             let (event, leftover) = drive(&mut stream, &mut m, Vec::new()).await?;
             match event {
                 Event::Established(e) => (e, leftover),
+                // RFC 5044 §7.1.2 rule 3: MPA is over, TCP is not.
                 Event::Rejected(r) => {
                     return Err(Error::Rejected {
                         private_data: r.private_data,
+                        stream,
+                        after_reply: leftover,
                     })
                 }
                 Event::Refused(e) => return Err(Error::Startup(e)),
@@ -207,7 +210,38 @@ async fn read_until(
 /// Exchanges startup octets, MPA's frames or IFT's indications, until the
 /// machine reports an event. Returns the event and the octets read past
 /// the peer's startup message.
+///
+/// A machine that fails may still owe the peer a last FPDU (the Terminate
+/// an initiator sends after a valid Reply it cannot use, RFC 6581): it is
+/// sent, and the write side closed, before the error is returned and the
+/// stream dropped.
 async fn drive<M>(
+    stream: &mut TcpStream,
+    m: &mut M,
+    pending: Vec<u8>,
+) -> Result<(M::Event, Vec<u8>), Error>
+where
+    M: StartupMachine,
+    Error: From<M::Error>,
+{
+    let result = exchange(stream, m, pending).await;
+    if result.is_err() {
+        let mut owed = false;
+        while let Some(out) = m.poll_transmit() {
+            owed = true;
+            if stream.write_all(&out).await.is_err() {
+                break;
+            }
+        }
+        if owed {
+            let _ = stream.shutdown().await;
+        }
+    }
+    result
+}
+
+/// The exchange of [`drive`].
+async fn exchange<M>(
     stream: &mut TcpStream,
     m: &mut M,
     mut pending: Vec<u8>,
@@ -273,7 +307,7 @@ fn start(
             (
                 info,
                 AnyFramer::Mpa(FpduTransmitter::new(framing)),
-                AnyDeframer::Mpa(FpduReceiver::new(framing)),
+                AnyDeframer::Mpa(FpduReceiver::new(framing).with_placement(config.placement)),
                 hold,
             )
         }

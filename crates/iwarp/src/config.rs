@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use iwarp_proto::ift::IftConfig;
 use iwarp_proto::mpa::startup::{CrcPolicy, Revision, RtrTypes, StartupConfig};
+use iwarp_proto::mpa::Placement;
 
 use iwarp_proto::rdmap::Sge;
 
@@ -33,7 +34,8 @@ pub enum Framing {
 /// How connections are set up and run. The default connects, without
 /// further configuration, to Linux `siw` and to hardware RNICs: MPA
 /// revision 2 with enhanced data (revisions 0 to 2 accepted), CRC asked
-/// for, no markers asked for, IRD/ORD 16/16, `TCP_NODELAY`.
+/// for, no markers asked for, IRD/ORD 16/16, `TCP_NODELAY`; received
+/// FPDUs are verified before their payload is placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Startup frames or the immediate-start profile.
@@ -60,6 +62,18 @@ pub struct Config {
     /// Disable Nagle's algorithm, so that segments start with FPDUs
     /// (RFC 5044 §5.1); on by default, as in Linux `siw`.
     pub nodelay: bool,
+    /// When received payload is placed, with MPA framing.
+    /// [`Placement::Verified`], the default, stages each FPDU whole and
+    /// places its payload only once its CRC and markers have been checked,
+    /// as RFC 5044 §6 asks. [`Placement::Direct`] places payload as it
+    /// arrives, straight from the socket into its region, and checks the
+    /// FPDU at its end, before anything is delivered: a damaged FPDU may
+    /// then have been placed (only where the peer may write), a deviation
+    /// from §6. Measured on loopback, verification costs 2 to 3% more CPU
+    /// per octet without markers and saves 4 to 8% with them (see the
+    /// README). IFT checks its header CRC before any payload is placed,
+    /// either way.
+    pub placement: Placement,
     /// Send-queue work requests outstanding at most.
     pub send_queue_depth: usize,
     /// Posted receives at most.
@@ -76,6 +90,7 @@ impl Default for Config {
             idle_timeout: None,
             disconnect_timeout: Duration::from_secs(5),
             nodelay: true,
+            placement: Placement::Verified,
             send_queue_depth: 1024,
             recv_queue_depth: 1024,
         }
@@ -122,6 +137,12 @@ impl Config {
     pub fn ird_ord(mut self, ird: u16, ord: u16) -> Self {
         self.startup.ird = ird;
         self.startup.ord = ord;
+        self
+    }
+
+    /// Sets when received payload is placed ([`Config::placement`]).
+    pub fn placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
         self
     }
 

@@ -3,6 +3,8 @@
 use std::io;
 use std::net::SocketAddr;
 
+use tokio::net::TcpStream;
+
 use iwarp_proto::memory::{AccessViolation, RegisterError};
 use iwarp_proto::mpa::startup::StartupError;
 use iwarp_proto::rdmap::{Completion, PostError};
@@ -31,11 +33,19 @@ pub enum Error {
     #[error("IFT negotiation: {0}")]
     Ift(#[from] iwarp_proto::ift::NegotiationError),
     /// The peer rejected the connection; its private data usually says
-    /// why.
+    /// why. MPA is over but the TCP connection is not (RFC 5044 §7.1.2
+    /// rule 3): it is handed back, for the application to go on in
+    /// streaming mode or drop to close.
     #[error("connection rejected by the peer ({} octets of private data)", private_data.len())]
     Rejected {
         /// The peer's private data.
         private_data: Vec<u8>,
+        /// The TCP connection, still open, positioned after the octets of
+        /// `after_reply`.
+        stream: TcpStream,
+        /// Octets the peer sent after its Reply that were already read
+        /// off the stream: the first octets of what follows MPA.
+        after_reply: Vec<u8>,
     },
     /// The configuration cannot be used.
     #[error("invalid configuration: {0}")]

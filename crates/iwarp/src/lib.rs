@@ -52,5 +52,5 @@ pub use iwarp_proto::mpa::startup::{
     Awaiting, CrcPolicy, FrameKind, IrdOrd, Revision, Role, RtrType, RtrTypes, StartupConfig,
     StartupError,
 };
-pub use iwarp_proto::mpa::FramingParams;
+pub use iwarp_proto::mpa::{FramingParams, Placement};
 pub use iwarp_proto::rdmap::{OneSidedCounters, QpState, SendFlags, Sge};

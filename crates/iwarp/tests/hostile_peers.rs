@@ -418,8 +418,9 @@ async fn bounds_violation_in_a_write() {
     assert_no_panics();
 }
 
-/// An RDMA Write to a region without remote write access: RDMAP remote
-/// protection error 0x02 (access rights), with the DDP header.
+/// An RDMA Write to a region without remote write access: DDP tagged
+/// buffer error 0x00 (invalid STag: RFC 5041 §7.2 has no access-rights
+/// code for its check 2), with the DDP header, as Linux siw reports it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_without_the_right_to() {
     watch_panics();
@@ -430,7 +431,7 @@ async fn write_without_the_right_to() {
     let (mut raw, qp) = raw_initiator(Config::default(), true, opts).await;
     let stag = target.stag().0;
     raw.send_ulpdu(&write(stag, 0, &[0xcc; 8])).await;
-    let mut payload = hex("0102 c000 0016 c140");
+    let mut payload = hex("1100 c000 0016 c140");
     payload.extend(stag.to_be_bytes());
     payload.extend(0u64.to_be_bytes());
     expect_terminate(&mut raw, &terminate(&payload)).await;

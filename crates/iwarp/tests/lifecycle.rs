@@ -63,7 +63,7 @@ async fn the_request_shows_the_peer_before_the_decision() {
 
 /// A rejection reaches the initiator as `Error::Rejected` with the
 /// responder's private data; the responder keeps the TCP connection,
-/// which the initiator then closes.
+/// which the initiator, dropping the error, then closes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_with_private_data() {
     let mut listener = Listener::bind("127.0.0.1:0", Config::default())
@@ -86,7 +86,7 @@ async fn reject_with_private_data() {
         .expect("the stream back");
     assert_eq!(stream.peer_addr().unwrap(), peer);
     match within("connect", client).await.unwrap() {
-        Err(Error::Rejected { private_data }) => assert_eq!(private_data, b"not today"),
+        Err(Error::Rejected { private_data, .. }) => assert_eq!(private_data, b"not today"),
         other => panic!("connect: {other:?}"),
     }
     // MPA is over: nothing more arrives, and the initiator closes.

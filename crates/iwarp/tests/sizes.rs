@@ -12,7 +12,7 @@
 mod common;
 
 use common::*;
-use iwarp::{Config, MemoryRegion, ProtectionDomain, QpOptions, QueuePair};
+use iwarp::{Config, MemoryRegion, Placement, ProtectionDomain, QpOptions, QueuePair};
 
 /// The regions of one sweep, sized for its largest message.
 struct Regions {
@@ -85,7 +85,7 @@ async fn sweep(client_cfg: Config, server_cfg: Config, sizes: &[usize], boundari
     let (client, server) = pair_with(
         &client_cfg,
         QpOptions::new(cpd),
-        server_cfg,
+        server_cfg.clone(),
         QpOptions::new(spd),
     )
     .await;
@@ -114,13 +114,19 @@ async fn sweep(client_cfg: Config, server_cfg: Config, sizes: &[usize], boundari
         one_size(&client, &server, &r, len, 2 * i as u64).await;
     }
     if max >= 1 << 20 {
-        // Large payloads go mostly straight from the socket into place
-        // (DESIGN.md, "Receive path"): the server's for the Send and the
-        // Write, the client's for the Read. A loose bound: headers and
-        // short tails are staged.
-        for qp in [&client, &server] {
+        // With direct placement, large payloads go mostly straight from
+        // the socket into place (DESIGN.md, "Receive path"): the server's
+        // for the Send and the Write, the client's for the Read. A loose
+        // bound: headers and short tails are staged. Verified placement
+        // stages every FPDU before placing it.
+        for (qp, cfg) in [(&client, &client_cfg), (&server, &server_cfg)] {
             let stats = qp.stats();
-            assert!(stats.octets_placed_directly > max as u64 / 2, "{stats:?}");
+            match cfg.placement {
+                Placement::Direct => {
+                    assert!(stats.octets_placed_directly > max as u64 / 2, "{stats:?}")
+                }
+                Placement::Verified => assert_eq!(stats.octets_placed_directly, 0),
+            }
         }
     }
     within("disconnect", client.disconnect()).await.unwrap();
@@ -146,6 +152,16 @@ async fn small_and_boundary_sizes_with_markers_and_no_crc() {
     sweep(cfg.clone(), cfg, SMALL, true).await;
 }
 
+/// The same with markers and CRC, payload placed as it arrives (direct
+/// reads around markers) rather than verified first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_and_boundary_sizes_placed_directly() {
+    let cfg = Config::default()
+        .markers_on_receive(true)
+        .placement(Placement::Direct);
+    sweep(cfg.clone(), cfg, SMALL, true).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_megabyte_and_odd_lengths_near_it() {
     sweep(
@@ -157,16 +173,20 @@ async fn a_megabyte_and_odd_lengths_near_it() {
     .await;
 }
 
-/// 64 MiB by Send, Write and Read.
+/// 64 MiB by Send, Write and Read, verified before placement on one end
+/// and placed directly on the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_mebibytes() {
-    sweep(Config::default(), Config::default(), &[64 << 20], false).await;
+    let direct = Config::default().placement(Placement::Direct);
+    sweep(Config::default(), direct, &[64 << 20], false).await;
 }
 
-/// 64 MiB and one octet, with markers both ways, so that the direct
-/// reads place payload around markers too.
+/// 64 MiB and one octet, with markers both ways and direct placement, so
+/// that the direct reads place payload around markers too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_mebibytes_and_one_with_markers() {
-    let cfg = Config::default().markers_on_receive(true);
+    let cfg = Config::default()
+        .markers_on_receive(true)
+        .placement(Placement::Direct);
     sweep(cfg.clone(), cfg, &[(64 << 20) + 1], false).await;
 }

@@ -14,8 +14,8 @@ use clap::Args;
 
 use super::error::PerfError;
 use super::spec::{
-    CrcMode, Markers, Measure, Mode, MpaRev, ProtocolKnobs, RunConfig, RunLength, TestKind,
-    TestSpec, Transport, DEFAULT_ITERS_BW, DEFAULT_ITERS_LAT, DEFAULT_OUTS, DEFAULT_PORT,
+    CrcMode, Markers, Measure, Mode, MpaRev, PlacementMode, ProtocolKnobs, RunConfig, RunLength,
+    TestKind, TestSpec, Transport, DEFAULT_ITERS_BW, DEFAULT_ITERS_LAT, DEFAULT_OUTS, DEFAULT_PORT,
     DEFAULT_SIZE_BW, DEFAULT_SIZE_LAT, DEFAULT_TX_DEPTH, DEFAULT_WARMUP_LAT, MAX_SWEEP_SIZE,
 };
 
@@ -85,6 +85,12 @@ pub struct PerfArgs {
     #[arg(long, value_enum)]
     pub markers: Option<Markers>,
 
+    /// When received payload is placed: verified (each FPDU staged and checked first, RFC 5044
+    /// §6) or direct (as it arrives, straight from the socket, checked at the FPDU's end).
+    /// [default: verified]
+    #[arg(long, value_enum)]
+    pub placement: Option<PlacementMode>,
+
     /// Serve tests (one client at a time) instead of running one.
     #[arg(long, conflicts_with_all = ["connect", "baseline", "json", "report_gbits"])]
     pub server: bool,
@@ -152,6 +158,7 @@ impl PerfArgs {
             mpa_rev: self.mpa_rev.unwrap_or(ProtocolKnobs::default().mpa_rev),
             crc: self.crc.unwrap_or(ProtocolKnobs::default().crc),
             markers: self.markers.unwrap_or(ProtocolKnobs::default().markers),
+            placement: self.placement.unwrap_or(ProtocolKnobs::default().placement),
         };
         if self.server {
             let shaping = [
@@ -169,6 +176,7 @@ impl PerfArgs {
                 (self.mpa_rev.is_some(), "--mpa-rev"),
                 (self.crc.is_some(), "--crc"),
                 (self.markers.is_some(), "--markers"),
+                (self.placement.is_some(), "--placement"),
             ];
             let given: Vec<&str> = shaping
                 .iter()
@@ -376,6 +384,17 @@ mod tests {
         assert_eq!(s.protocol.mpa_rev, MpaRev::Immediate);
         assert_eq!(s.protocol.crc, CrcMode::Required);
         assert_eq!(s.protocol.markers, Markers::Both);
+        // The runtime's default placement, unless asked for.
+        assert_eq!(spec(&[]).protocol.placement, PlacementMode::Verified);
+        assert_eq!(
+            spec(&["--placement", "direct"]).protocol.placement,
+            PlacementMode::Direct
+        );
+        assert!(parse(&["--placement", "sideways"]).is_err());
+        assert!(parse(&["--server", "--placement", "direct"])
+            .unwrap()
+            .resolve()
+            .is_err());
         assert_eq!(spec(&["-D", "2.5"]).length, RunLength::Duration(2.5));
         assert_eq!(spec(&["--connections", "2"]).connections, 2);
     }

@@ -42,13 +42,15 @@ use std::net::{IpAddr, SocketAddr};
 
 use iwarp::{
     Access, Completion, CompletionQueue, CompletionStatus, Config, Listener, MemoryRegion,
-    ProtectionDomain, QpOptions, QueuePair, RemoteKey, Revision,
+    Placement, ProtectionDomain, QpOptions, QueuePair, RemoteKey, Revision,
 };
 
 use super::backend::{Backend, ClientConn, DataListener, ServerConn, Stop};
 use super::control::PeerTally;
 use super::error::{PerfError, Result};
-use super::spec::{CrcMode, Markers, Measure, MpaRev, TestKind, TestSpec, Transport};
+use super::spec::{
+    CrcMode, Markers, Measure, MpaRev, PlacementMode, TestKind, TestSpec, Transport,
+};
 
 /// The magic opening a data connection's private data.
 const HELLO_MAGIC: &[u8; 4] = b"IWPF";
@@ -94,6 +96,10 @@ fn config(spec: &TestSpec, side: Side) -> Config {
         (side, knobs.markers),
         (Side::Client, Markers::Rx | Markers::Both) | (Side::Server, Markers::Tx | Markers::Both)
     );
+    c.placement = match knobs.placement {
+        PlacementMode::Direct => Placement::Direct,
+        PlacementMode::Verified => Placement::Verified,
+    };
     let depth = spec.effective_depth() as usize + SLACK;
     c.send_queue_depth = depth.max(64) * 2;
     c.recv_queue_depth = depth.max(64) * 2;
@@ -199,7 +205,7 @@ impl Backend for IwarpBackend {
                     addr,
                     source: std::io::ErrorKind::ConnectionRefused.into(),
                 },
-                iwarp::Error::Rejected { private_data } => PerfError::Remote {
+                iwarp::Error::Rejected { private_data, .. } => PerfError::Remote {
                     peer: "server",
                     message: String::from_utf8_lossy(&private_data).into_owned(),
                 },

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::control::PeerTally;
 use super::measure::PhaseMeasurement;
-use super::spec::{Measure, RunLength, TestKind, TestSpec, Transport};
+use super::spec::{Measure, PlacementMode, RunLength, TestKind, TestSpec, Transport};
 use super::stats::{BandwidthSummary, LatencySummary};
 
 /// perftest's `RESULT_LINE`: 87 dashes.
@@ -466,10 +466,15 @@ pub fn banner(spec: &TestSpec, info: &BannerInfo<'_>, style: TableStyle) -> Stri
         RunLength::Duration(s) => format!("{s} s per size"),
     };
     let knobs = format!(
-        "MPA rev {}, CRC {}, markers {}{}",
+        "MPA rev {}, CRC {}, markers {}{}{}",
         spec.protocol.mpa_rev,
         spec.protocol.crc,
         spec.protocol.markers,
+        if spec.protocol.placement == PlacementMode::default() {
+            String::new()
+        } else {
+            format!(", placement {}", spec.protocol.placement)
+        },
         if info.transport == Transport::Tcp {
             " (iwarp only; unused here)"
         } else {

@@ -216,6 +216,27 @@ impl fmt::Display for Markers {
     }
 }
 
+/// When received payload is placed (`--placement`). Opaque here: read by the iWARP backend only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum PlacementMode {
+    /// As it arrives, straight from the socket; each FPDU is checked at its end.
+    Direct,
+    /// Each FPDU staged whole and checked (CRC, markers) before its payload is placed: the
+    /// runtime's default.
+    #[default]
+    Verified,
+}
+
+impl fmt::Display for PlacementMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PlacementMode::Direct => "direct",
+            PlacementMode::Verified => "verified",
+        })
+    }
+}
+
 /// The iWARP protocol knobs. The TCP backend ignores them; they travel in the spec so that an
 /// iWARP server configures itself like the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,6 +247,9 @@ pub struct ProtocolKnobs {
     pub crc: CrcMode,
     /// Marker policy.
     pub markers: Markers,
+    /// When received payload is placed; absent from older clients' specs.
+    #[serde(default)]
+    pub placement: PlacementMode,
 }
 
 impl Default for ProtocolKnobs {
@@ -235,6 +259,7 @@ impl Default for ProtocolKnobs {
             mpa_rev: MpaRev::V2,
             crc: CrcMode::On,
             markers: Markers::None,
+            placement: PlacementMode::default(),
         }
     }
 }

@@ -175,7 +175,7 @@ impl PingError {
     /// Classifies a failure of `connect` or `accept` with `addr`.
     pub fn startup(addr: SocketAddr, error: iwarp::Error) -> Self {
         match error {
-            iwarp::Error::Rejected { private_data } => Self::Rejected { addr, private_data },
+            iwarp::Error::Rejected { private_data, .. } => Self::Rejected { addr, private_data },
             iwarp::Error::Refused(addr) => Self::Refused { addr },
             iwarp::Error::ConnectTimeout(addr) => Self::ConnectTimeout {
                 addr,

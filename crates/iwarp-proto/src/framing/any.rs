@@ -8,7 +8,7 @@
 //! everything above it stay one piece of code for both framings.
 
 use super::batch::WireBatch;
-use super::deframer::{receive, Deframer, FramingEvent, Next};
+use super::deframer::{Deframer, FramingEvent, Next};
 use super::framer::{Framer, TxError};
 use super::layout::Layout;
 use super::llp::{LlpError, LlpErrorCode};
@@ -156,7 +156,8 @@ impl Deframer for AnyDeframer {
         input: &[u8],
         sink: &mut S,
     ) -> Result<usize, FeedError<FramingError, S::Error>> {
-        forward!(self, r => receive(r, input, sink).map_err(|e| match e {
+        // Each framing's own `receive`: MPA's may verify whole FPDUs first.
+        forward!(self, r => r.receive(input, sink).map_err(|e| match e {
             FeedError::Framing(f) => FeedError::Framing(f.into()),
             FeedError::Sink(s) => FeedError::Sink(s),
         }))

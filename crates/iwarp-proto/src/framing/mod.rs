@@ -16,7 +16,10 @@
 //! an error instead, the ULPDU is discarded and the stream stops. An error
 //! that DDP finds in a header must likewise wait for `ulpdu_end` before it
 //! is reported, so that a header damaged in transit is reported as the CRC
-//! error it is and not as, say, an invalid STag.
+//! error it is and not as, say, an invalid STag. MPA's receiver can also
+//! verify each FPDU whole before passing anything on, as RFC 5044 §6 asks
+//! (`mpa::Placement::Verified`): its `receive` then takes whole FPDUs
+//! only.
 //!
 //! DDP does not know which framing is below it: each framing implements
 //! [`Framer`] (DDP segments in, a [`WireBatch`] out) and [`Deframer`]

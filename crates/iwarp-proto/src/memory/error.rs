@@ -12,8 +12,10 @@ pub enum AccessViolation {
     /// another stream (RFC 5041 §8.2).
     #[error("STag not associated with this stream")]
     NotAssociated,
-    /// The region does not allow this kind of access (RFC 5041 §7.1
-    /// tagged check 2; RFC 5040 remote protection error, access rights).
+    /// The region does not allow this kind of access: RFC 5041 §7.1
+    /// tagged check 2 when placing (reported as DDP's invalid STag, its
+    /// table having no access-rights code), RFC 5040's remote protection
+    /// error, access rights, for the source of a Read Request.
     #[error("access rights violation")]
     AccessRights,
     /// The access starts or ends outside the region (RFC 5041 §7.1

@@ -18,12 +18,16 @@
 //! [`super::marker`] and the format of [`super::fpdu`], and hands ULPDUs to
 //! the same sink, while this in-order receiver stays as it is.
 
+mod verified;
+
+pub use verified::{Placement, MAX_FPDU_WIRE_LEN};
+
 use super::error::MpaError;
 use super::fpdu::{pad_len, CRC_LEN, HEADER_LEN};
 use super::marker::{self, INTERVAL};
 use super::FramingParams;
 use crate::framing::crc::{self, Crc32c};
-use crate::framing::{Deframer, FramingEvent, Layout, Next, MARKER_LEN};
+use crate::framing::{Deframer, FeedError, FramingEvent, Layout, Next, UlpduSink, MARKER_LEN};
 
 /// Where the receiver is inside the current FPDU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +63,7 @@ pub struct FpduReceiver {
     crc: Crc32c,
     failed: Option<MpaError>,
     fpdus: u64,
+    placement: Placement,
 }
 
 impl FpduReceiver {
@@ -85,6 +90,7 @@ impl FpduReceiver {
             crc: Crc32c::new(),
             failed: None,
             fpdus: 0,
+            placement: Placement::Direct,
         }
     }
 
@@ -360,5 +366,19 @@ impl Deframer for FpduReceiver {
 
     fn error(&self) -> Option<MpaError> {
         self.failed
+    }
+
+    /// The [`crate::framing::receive`] loop, or, with
+    /// [`Placement::Verified`], whole FPDUs only, each checked before its
+    /// ULPDU reaches the sink.
+    fn receive<S: UlpduSink>(
+        &mut self,
+        input: &[u8],
+        sink: &mut S,
+    ) -> Result<usize, FeedError<MpaError, S::Error>> {
+        match self.placement {
+            Placement::Direct => crate::framing::receive(self, input, sink),
+            Placement::Verified => self.receive_verified(input, sink),
+        }
     }
 }

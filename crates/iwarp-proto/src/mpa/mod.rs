@@ -26,7 +26,7 @@ mod fpdu_tests;
 /// MPA's error codes (RFC 5044 §8, RFC 6581 §9), which IFT shares.
 pub use crate::framing::LlpErrorCode;
 pub use error::MpaError;
-pub use fpdu_rx::FpduReceiver;
+pub use fpdu_rx::{FpduReceiver, Placement, MAX_FPDU_WIRE_LEN};
 pub use fpdu_tx::FpduTransmitter;
 pub use params::FramingParams;
 pub use startup::{

@@ -24,7 +24,8 @@ pub use queue_pair::QueuePair;
 pub use read_request::{ReadRequest, ReadRequestView, READ_REQUEST_LEN};
 pub use rx::PlacementTarget;
 pub use terminate::{
-    TerminateMessage, TerminateView, TerminatedDdp, TERMINATE_CONTROL_LEN, TERMINATE_MAX_LEN,
+    terminate_header, TerminateMessage, TerminateView, TerminatedDdp, TERMINATE_CONTROL_LEN,
+    TERMINATE_MAX_LEN, TERMINATE_ULPDU_MAX_LEN,
 };
 pub use transmit::{InlinePayload, LockedTransmit, Transmit, TxPayload};
 pub use work::{

@@ -305,7 +305,8 @@ impl QueuePair {
     /// Posts an RDMA Read of `sge.len` octets from the peer's
     /// `remote_stag` at `remote_to` into `sge` (RFC 5040 §5.2). The sink
     /// needs local and remote write access: the Read Response is a tagged
-    /// write into it.
+    /// write into it. Fails with [`PostError::ZeroOrd`] on a stream whose
+    /// ORD is 0.
     pub fn rdma_read(
         &mut self,
         wr_id: u64,
@@ -313,6 +314,9 @@ impl QueuePair {
         remote_stag: STag,
         remote_to: u64,
     ) -> Result<(), PostError> {
+        if self.cfg.ord == 0 {
+            return Err(PostError::ZeroOrd);
+        }
         // Checked now; the Read Responses are checked again as they land.
         self.local(&sge, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
         let request = ReadRequest {
@@ -379,8 +383,11 @@ impl QueuePair {
     /// The LLP stream closed (the peer's FIN, or the runtime closed it).
     /// After a graceful close this ends in [`QpState::Closed`]; otherwise
     /// it is an abortive teardown and ends in [`QpState::Error`]. Every
-    /// outstanding work request completes with a flush error.
+    /// outstanding work request completes with a flush error, and
+    /// receiving stops: nothing fed afterwards, the rest of a ULPDU in
+    /// progress included, is placed or delivered.
     pub fn handle_llp_closed(&mut self) {
+        self.rx.stop();
         if matches!(self.state, QpState::Error | QpState::Closed) {
             return;
         }

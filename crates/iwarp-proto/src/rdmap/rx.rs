@@ -21,7 +21,7 @@ use crate::memory::{Access, AccessViolation, MemoryBuffer, RegionSlice, STag};
 
 use super::error::{OperationError, ProtectionError, ProtocolError, RdmapError};
 use super::opcode::{
-    control_opcode, control_version, Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, RDMAP_VERSION,
+    control_opcode, control_version, Opcode, QN_READ_REQUEST, QN_SEND, RDMAP_VERSION,
 };
 use super::queue_pair::{Culprit, QueuePair, ReadJob};
 use super::read_request::{ReadRequest, READ_REQUEST_LEN};
@@ -82,7 +82,8 @@ pub(super) struct Rx {
     inline: [u8; TERMINATE_MAX_LEN],
     inline_len: usize,
     pending: Option<Pending>,
-    /// Next expected MSN per untagged queue (RFC 5041 §4.3: starts at 1).
+    /// Next expected MSN per untagged queue (RFC 5041 §4.3: starts at 1);
+    /// queue 2's is never checked (a Terminate ends the stream anyway).
     msn: [u32; 3],
     /// Octets of the current Send message placed so far.
     send_progress: u32,
@@ -142,11 +143,19 @@ fn tagged_error(v: AccessViolation) -> ProtocolError {
         AccessViolation::NotAssociated => DdpError::Tagged(TaggedError::NotAssociated).into(),
         AccessViolation::BaseBounds => DdpError::Tagged(TaggedError::BaseBounds).into(),
         AccessViolation::ToWrap => DdpError::Tagged(TaggedError::ToWrap).into(),
-        // RFC 5041 has no code for a right the region lacks; RFC 5040's
-        // remote protection error does (Intel irdma does the same).
-        AccessViolation::AccessRights => {
-            RdmapError::RemoteProtection(ProtectionError::AccessRights).into()
-        }
+        // A region without the right to be written fails tagged check 2:
+        //= rfc5041#7.1
+        //# 2.  The STag has an associated buffer that allows Placement of
+        //#     the payload.
+        // and DDP's own numbers are the ones to report:
+        //= rfc5041#7.2
+        //# The following error numbers MUST be used when reporting errors to
+        //# the ULP. They correspond to the checks enumerated in section 7.1.
+        // The table has no access-rights code; invalid STag is the one that
+        // fits (this STag is not valid for placement), and the one Linux
+        // siw sends (siw_tagged_error). RDMAP's access-rights code (RFC
+        // 5040) is for what RDMAP checks itself: a Read Request's source.
+        AccessViolation::AccessRights => DdpError::Tagged(TaggedError::InvalidStag).into(),
     }
 }
 
@@ -160,6 +169,16 @@ fn protection_error(v: AccessViolation) -> ProtocolError {
     };
     RdmapError::RemoteProtection(p).into()
 }
+
+/// The work request a segment was checked against at its header is gone
+/// at its end: the queues were flushed in between. Receiving stops before
+/// any flush, so only a caller that breaks the sink contract gets here;
+/// it gets an error, not a panic.
+const WORK_GONE: Pending = Pending {
+    error: ProtocolError::Ddp(DdpError::LocalCatastrophic),
+    copy_ddp: false,
+    culprit: Culprit::None,
+};
 
 fn untagged(e: UntaggedError) -> ProtocolError {
     DdpError::Untagged(e).into()
@@ -237,6 +256,17 @@ impl QueuePair {
             }
         };
         self.rx.opcode = Some(opcode);
+        if opcode == Opcode::Terminate {
+            // RFC 5040 §4.8 lays a Terminate out as the one last segment
+            // of a message on queue 2, MO 0, the next MSN, its payload at
+            // most a control word and header copies. One that breaks the
+            // layout still ends the stream: the peer has stopped, and a
+            // Terminate answering a Terminate helps no one (Linux siw,
+            // siw_proc_terminate, drops such a stream as well). So none of
+            // the untagged checks apply; what fits the layout is kept.
+            self.rx.target = Target::Inline;
+            return;
+        }
         let checked = match header {
             SegmentHeader::Tagged(h) => self.check_tagged(opcode, &h, payload_len),
             SegmentHeader::Untagged(h) => self.check_untagged(opcode, &h, payload_len),
@@ -290,6 +320,15 @@ impl QueuePair {
         if opcode == Opcode::ReadResponse {
             let head = self.orq.front().expect("checked above");
             let total = head.received as u64 + len as u64;
+            // More than was asked for would write past the sink. Less,
+            // with L set, is a check DDP may leave out:
+            //= rfc5041#5.2
+            //# For either Untagged or Tagged DDP Messages, the Data Sink is not
+            //# required to verify that the entire ULP Message has been received.
+            // Not required, so allowed, and without it the Read would
+            // complete as a success over octets never written. Both are
+            // base-or-bounds errors, as Linux siw reports them
+            // (siw_rresp_check_ntoh).
             if total > head.len as u64 || (h.last && total != head.len as u64) {
                 return Err(held(
                     DdpError::Tagged(TaggedError::BaseBounds).into(),
@@ -362,13 +401,16 @@ impl QueuePair {
                 (buf.len as usize, self.rx.send_progress)
             }
             QN_READ_REQUEST => {
-                // Check 2: the "buffers" of QN 1 are the IRD slots.
-                if self.irq.len() >= self.cfg.ird.max(1) {
+                // Check 2: the "buffers" of QN 1 are the IRD slots; with
+                // IRD 0 there are none.
+                if self.irq.len() >= self.cfg.ird {
                     return Err(held(untagged(UntaggedError::NoBuffer), Culprit::None));
                 }
                 (READ_REQUEST_LEN, 0)
             }
-            _ => (TERMINATE_MAX_LEN, 0),
+            // Check 1 tied the opcode to its queue, and a Terminate (queue
+            // 2) is never checked: no other queue is valid.
+            _ => return Err(held(untagged(UntaggedError::InvalidQn), Culprit::None)),
         };
         let recv = |s| {
             if h.qn == QN_SEND && ahead == 0 {
@@ -403,7 +445,7 @@ impl QueuePair {
                 // RFC 5040 §4.4: one segment carrying the whole header.
                 Err(held(operation(OperationError::Unspecified), Culprit::None))
             }
-            Opcode::ReadRequest | Opcode::Terminate => Ok(Target::Inline),
+            Opcode::ReadRequest => Ok(Target::Inline),
             _ if len == 0 => Ok(Target::None),
             _ => {
                 let buf = self.rq.front().expect("checked non-empty");
@@ -536,6 +578,18 @@ impl QueuePair {
         let header = self.rx.header.expect("header parsed");
         let opcode = self.rx.opcode.expect("opcode parsed");
         let len = (self.rx.ulpdu_len - header.buffer_len()) as u32;
+        if opcode == Opcode::Terminate {
+            let msg = TerminateMessage::parse_bytes(&self.rx.inline[..self.rx.inline_len])
+                .unwrap_or(TerminateMessage {
+                    layer: 0xf,
+                    etype: 0xf,
+                    code: 0xff,
+                    ddp: None,
+                    rdmap: None,
+                });
+            self.terminated_by_peer(msg);
+            return Ok(());
+        }
         match header {
             SegmentHeader::Tagged(h) => {
                 self.rx.tagged = (!h.last).then_some(TaggedInProgress {
@@ -550,11 +604,14 @@ impl QueuePair {
                     }
                 }
                 if opcode == Opcode::ReadResponse {
-                    let head = self.orq.front_mut().expect("checked at header");
+                    // Checked at the header; gone only if the queue was
+                    // flushed since, which stops receiving first.
+                    let head = self.orq.front_mut().ok_or(WORK_GONE)?;
                     head.received += len;
                     if h.last {
-                        let head = self.orq.pop_front().expect("checked at header");
-                        self.complete_sq(head.seq, CompletionStatus::Success, head.received);
+                        let (seq, received) = (head.seq, head.received);
+                        self.orq.pop_front();
+                        self.complete_sq(seq, CompletionStatus::Success, received);
                         self.read_finished();
                     }
                 }
@@ -568,22 +625,11 @@ impl QueuePair {
                     }
                     Ok(())
                 }
-                QN_READ_REQUEST => {
+                // The untagged checks tied every other opcode to its
+                // queue: this one is queue 1.
+                _ => {
                     self.rx.msn[QN_READ_REQUEST as usize] = h.msn.wrapping_add(1);
                     self.accept_read_request()
-                }
-                _ => {
-                    self.rx.msn[QN_TERMINATE as usize] = h.msn.wrapping_add(1);
-                    let msg = TerminateMessage::parse_bytes(&self.rx.inline[..self.rx.inline_len])
-                        .unwrap_or(TerminateMessage {
-                            layer: 0xf,
-                            etype: 0xf,
-                            code: 0xff,
-                            ddp: None,
-                            rdmap: None,
-                        });
-                    self.terminated_by_peer(msg);
-                    Ok(())
                 }
             },
         }
@@ -622,7 +668,7 @@ impl QueuePair {
                 }
             }
         }
-        let recv = self.rq.pop_front().expect("checked at header");
+        let recv = self.rq.pop_front().ok_or(WORK_GONE)?;
         self.push_completion(Completion {
             wr_id: recv.wr_id,
             status: CompletionStatus::Success,

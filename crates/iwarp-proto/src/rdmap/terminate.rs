@@ -15,8 +15,9 @@
 //! ([`crate::wire`]'s convention).
 
 use super::error::ProtocolError;
+use super::opcode::{Opcode, QN_TERMINATE};
 use super::read_request::READ_REQUEST_LEN;
-use crate::ddp::{header::header_len, UNTAGGED_HEADER_LEN};
+use crate::ddp::{header::header_len, SegmentHeader, UntaggedHeader, UNTAGGED_HEADER_LEN};
 use crate::wire::{be16, Truncated};
 
 /// Octets of the control word (layer, type, code, flags) that every
@@ -26,6 +27,23 @@ pub const TERMINATE_CONTROL_LEN: usize = 4;
 /// The largest Terminate payload: control word, length, untagged DDP
 /// header, Read Request header.
 pub const TERMINATE_MAX_LEN: usize = 4 + 2 + UNTAGGED_HEADER_LEN + READ_REQUEST_LEN;
+
+/// The largest Terminate ULPDU: its DDP header and the largest payload.
+pub const TERMINATE_ULPDU_MAX_LEN: usize = UNTAGGED_HEADER_LEN + TERMINATE_MAX_LEN;
+
+/// The DDP header a Terminate message travels under (RFC 5040 §4.8):
+/// untagged, a single segment (L set), queue 2, MO 0, message `msn` of
+/// that queue.
+pub fn terminate_header(msn: u32) -> UntaggedHeader {
+    UntaggedHeader {
+        last: true,
+        rsvd_ulp: Opcode::Terminate.control(),
+        rsvd_ulp_word: 0,
+        qn: QN_TERMINATE,
+        msn,
+        mo: 0,
+    }
+}
 
 const M_FLAG: u8 = 0x80;
 const D_FLAG: u8 = 0x40;
@@ -252,6 +270,20 @@ impl TerminateMessage {
         let len = self.emit(&mut out).unwrap_or(0);
         (out, len)
     }
+
+    /// The whole ULPDU carrying this message as message `msn` of the
+    /// Terminate queue: DDP header, then payload, with its length. For a
+    /// sender with no queue pair running yet: an MPA initiator that fails
+    /// after a valid Reply (RFC 6581).
+    pub fn to_ulpdu(&self, msn: u32) -> ([u8; TERMINATE_ULPDU_MAX_LEN], usize) {
+        let mut out = [0u8; TERMINATE_ULPDU_MAX_LEN];
+        let (header, payload) = out.split_at_mut(UNTAGGED_HEADER_LEN);
+        // An untagged header fills its part, the payload fits the rest:
+        // neither can fail.
+        let _ = SegmentHeader::Untagged(terminate_header(msn)).emit(header);
+        let len = self.emit(payload).unwrap_or(0);
+        (out, UNTAGGED_HEADER_LEN + len)
+    }
 }
 
 #[cfg(test)]
@@ -273,6 +305,18 @@ mod tests {
         assert_eq!(&out[6..24], &hdr);
         assert_eq!(TerminateMessage::parse_bytes(&out[..n]), Ok(t));
         assert!(t.emit(&mut [0u8; 23]).is_err());
+    }
+
+    #[test]
+    fn whole_ulpdu() {
+        let t = TerminateMessage::new(ProtocolError::Llp(
+            crate::framing::LlpErrorCode::InsufficientIrd,
+        ));
+        let (out, n) = t.to_ulpdu(1);
+        assert_eq!(
+            out[..n],
+            [0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0x20, 0x06, 0, 0]
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::error::{ProtocolError, RdmapError};
 use super::opcode::{Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE};
 use super::queue_pair::{Culprit, OutstandingRead, QueuePair, SqWork};
 use super::read_request::{ReadRequest, READ_REQUEST_LEN};
-use super::terminate::TerminateMessage;
+use super::terminate::{terminate_header, TerminateMessage};
 use super::transmit::{InlinePayload, Transmit, TxPayload};
 use super::work::{CompletionStatus, Event, QpState};
 
@@ -82,14 +82,7 @@ impl QueuePair {
         let (payload, n) = term.to_bytes();
         let msn = self.tx_msn[QN_TERMINATE as usize];
         self.tx_msn[QN_TERMINATE as usize] = msn.wrapping_add(1);
-        let h = SegmentHeader::Untagged(UntaggedHeader {
-            last: true,
-            rsvd_ulp: Opcode::Terminate.control(),
-            rsvd_ulp_word: 0,
-            qn: QN_TERMINATE,
-            msn,
-            mo: 0,
-        });
+        let h = SegmentHeader::Untagged(terminate_header(msn));
         Transmit::new(&h, TxPayload::Inline(InlinePayload::new(&payload[..n])))
     }
 
@@ -97,7 +90,7 @@ impl QueuePair {
     /// alternate, a Read Request waits while ORD reads are outstanding.
     fn start_message(&mut self) -> bool {
         let sq_ready = match self.sq_pending.front() {
-            Some(SqWork::Read { .. }) => self.orq.len() < self.cfg.ord.max(1),
+            Some(SqWork::Read { .. }) => self.orq.len() < self.cfg.ord,
             Some(_) => true,
             None => false,
         };

@@ -41,8 +41,11 @@ pub struct QueuePairConfig {
     /// Posted receives at most.
     pub recv_queue_depth: usize,
     /// ORD: RDMA Reads this end may have outstanding (siw allows 128).
+    /// With 0, [`QueuePair::rdma_read`](super::QueuePair::rdma_read)
+    /// fails with [`PostError::ZeroOrd`].
     pub ord: usize,
-    /// IRD: RDMA Read Requests this end accepts outstanding.
+    /// IRD: RDMA Read Requests this end accepts outstanding. With 0, the
+    /// peer's first Read Request is refused (DDP untagged error 0x02).
     pub ird: usize,
     /// Initial MULPDU: the largest ULPDU (DDP segment) to emit.
     pub mulpdu: usize,
@@ -76,6 +79,11 @@ pub enum PostError {
     /// The local buffer is not usable for this request.
     #[error("local buffer: {0}")]
     LocalProtection(AccessViolation),
+    /// An RDMA Read on a stream whose ORD is 0: the peer accepted no
+    /// outstanding Reads (RFC 6581 IRD/ORD), so a Read Request would only
+    /// be refused by it.
+    #[error("RDMA Read not allowed: the stream's ORD is 0 (the peer serves no Reads)")]
+    ZeroOrd,
 }
 
 /// What a completed work request was.

@@ -13,6 +13,11 @@
 //!   markers into a scratch array, and a short tail (the CRC and the next
 //!   headers) into the staging buffer. The framing layer then folds the
 //!   placed octets into its CRC.
+//!
+//! With verify-before-place (`Placement::Verified`, RFC 5044 §6) every
+//! read is staged: the MPA receiver takes whole FPDUs only, so an FPDU
+//! still incomplete stays staged, moved to the front, and the next read
+//! asks for the rest of it and the next FPDU's headers.
 
 use std::io::{self, IoSliceMut};
 
@@ -22,6 +27,7 @@ use tokio::net::TcpStream;
 use iwarp_proto::framing::{
     AnyDeframer, Deframer, FeedError, FramingError, LlpError, LlpErrorCode, Span,
 };
+use iwarp_proto::mpa::{Placement, MAX_FPDU_WIRE_LEN};
 use iwarp_proto::rdmap::QueuePair;
 
 /// Octets of staging buffer per connection.
@@ -82,7 +88,14 @@ impl RxPath {
     /// A receive path whose first octets (already read while the startup
     /// frames were) are `initial`.
     pub(crate) fn new(deframer: AnyDeframer, initial: &[u8]) -> Self {
-        let mut staging = vec![0u8; STAGING_LEN.max(initial.len())].into_boxed_slice();
+        // A verifying receiver needs room for the largest FPDU and what
+        // follows it.
+        let len = if verifies_first(&deframer) {
+            STAGING_LEN.max(MAX_FPDU_WIRE_LEN + TAIL_LEN)
+        } else {
+            STAGING_LEN
+        };
+        let mut staging = vec![0u8; len.max(initial.len())].into_boxed_slice();
         staging[..initial.len()].copy_from_slice(initial);
         Self {
             deframer,
@@ -94,15 +107,21 @@ impl RxPath {
         }
     }
 
-    /// Feeds the staged octets to the deframer and the engine.
+    /// Feeds the staged octets to the deframer and the engine. What a
+    /// verifying receiver leaves (an incomplete FPDU) stays staged.
     pub(crate) fn feed_staged(&mut self, qp: &mut QueuePair) -> Result<(), RxEnd> {
         // Called even with nothing staged: an IFT frame without a payload
         // CRC is complete with its last payload octet, which a direct read
         // may have placed; only the framing layer's next call reports it.
         let input = &self.staging[self.start..self.end];
         let result = self.deframer.receive(input, qp);
-        self.start = 0;
-        self.end = 0;
+        match result {
+            Ok(used) if self.start + used < self.end => self.start += used,
+            _ => {
+                self.start = 0;
+                self.end = 0;
+            }
+        }
         match result {
             Ok(_) => Ok(()),
             Err(FeedError::Framing(f)) => Err(RxEnd::Framing(f)),
@@ -123,6 +142,9 @@ impl RxPath {
     /// One non-blocking read from the socket, direct or staged. Returns
     /// `Ok(false)` when the socket had nothing (would block).
     pub(crate) fn read(&mut self, qp: &mut QueuePair, stream: &TcpStream) -> Result<bool, RxEnd> {
+        if verifies_first(&self.deframer) {
+            return self.read_verified(stream);
+        }
         debug_assert_eq!(self.start, self.end);
         let remaining = self.deframer.layout(usize::MAX).payload_len();
         if remaining >= DIRECT_MIN && qp.placement_target().is_some() {
@@ -136,12 +158,21 @@ impl RxPath {
         } else {
             self.staging.len()
         };
-        match stream.try_read(&mut self.staging[..want]) {
+        self.start = 0;
+        self.end = 0;
+        self.staged_read(stream, want)
+    }
+
+    /// Reads at most `want` octets into the staging buffer after what is
+    /// staged there.
+    fn staged_read(&mut self, stream: &TcpStream, want: usize) -> Result<bool, RxEnd> {
+        let room = &mut self.staging[self.end..];
+        let want = want.min(room.len());
+        match stream.try_read(&mut room[..want]) {
             Ok(0) => Err(self.eof()),
             Ok(n) => {
                 self.octets += n as u64;
-                self.start = 0;
-                self.end = n;
+                self.end += n;
                 Ok(true)
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
@@ -150,8 +181,30 @@ impl RxPath {
         }
     }
 
+    /// A staged read for a receiver that verifies each FPDU before passing
+    /// it on: the incomplete FPDU left staged moves to the front, and the
+    /// read asks for the rest of it plus the next FPDU's headers, so that
+    /// what is left after the next feed stays short.
+    fn read_verified(&mut self, stream: &TcpStream) -> Result<bool, RxEnd> {
+        if self.start > 0 {
+            self.staging.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let next = match &self.deframer {
+            AnyDeframer::Mpa(r) => r.next_fpdu_len(&self.staging[..self.end]),
+            _ => None,
+        };
+        let want = match next {
+            Some(len) => len.saturating_sub(self.end) + TAIL_LEN,
+            None if self.large_recently() => TAIL_LEN,
+            None => self.staging.len(),
+        };
+        self.staged_read(stream, want)
+    }
+
     fn eof(&self) -> RxEnd {
-        if self.deframer.at_boundary() {
+        if self.deframer.at_boundary() && self.start == self.end {
             RxEnd::Closed
         } else {
             RxEnd::Lost(None)
@@ -263,4 +316,10 @@ impl RxPath {
             Err(e) => Err(RxEnd::Lost(Some(e))),
         }
     }
+}
+
+/// Whether `deframer` passes PDUs on only once whole and verified (MPA with
+/// [`Placement::Verified`]): the receive path then stages whole FPDUs.
+fn verifies_first(deframer: &AnyDeframer) -> bool {
+    matches!(deframer, AnyDeframer::Mpa(r) if r.placement() == Placement::Verified)
 }

@@ -46,12 +46,13 @@ impl CrcPolicy {
 /// How an initiator treats a responder's ORD above its own IRD (RFC 6581).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum IrdOrdNegotiation {
-    /// Keep this end's IRD and carry on (the responder must not exceed it
-    /// in practice). Linux `siw` defaults to this ("relaxed IRD
-    /// negotiation").
+    /// Raise this end's IRD to the responder's ORD and carry on, so that
+    /// every Read the responder may have outstanding is served. Linux
+    /// `siw` defaults to this ("relaxed IRD negotiation").
     #[default]
     Relaxed,
-    /// Fail with LLP code 0x06, insufficient IRD, as RFC 6581 describes.
+    /// Fail with LLP code 0x06, insufficient IRD, as RFC 6581 describes
+    /// (the Terminate carrying it is the initiator's first FPDU).
     Strict,
 }
 
@@ -75,7 +76,9 @@ pub struct StartupConfig {
     /// If false, a peer's M=1 fails the startup (the responder rejects).
     pub send_markers_on_request: bool,
     /// Inbound RDMA Read queue depth this end offers (revision 2; at most
-    /// 16383). A responder never grants more than this.
+    /// 16383). A responder never grants more than this; an initiator
+    /// takes the responder's ORD as its IRD, raising it under
+    /// [`IrdOrdNegotiation::Relaxed`].
     pub ird: u16,
     /// Outbound RDMA Read queue depth this end asks for (revision 2; at
     /// most 16383). A responder never grants more than this.
@@ -87,7 +90,9 @@ pub struct StartupConfig {
     pub peer_to_peer: bool,
     /// Initiator: RTR types offered in peer-to-peer mode. Responder: RTR
     /// types accepted; it picks one the initiator offered, preferring
-    /// Write, then Read, then Send.
+    /// Write, then Read, then Send. A zero-length Read RTR takes a Read
+    /// slot at both ends: it is neither offered with an ORD of 0 nor
+    /// accepted with an IRD of 0.
     pub rtr_types: RtrTypes,
     /// The most private data octets (PD_Length, enhanced octets included)
     /// this end takes from a peer's frame (RFC 5044 §7.1.2 rule 9). Raise it
@@ -162,6 +167,11 @@ impl StartupConfig {
             if self.rtr_types.is_empty() {
                 return Err(StartupError::InvalidConfig(
                     "peer-to-peer mode needs at least one RTR type",
+                ));
+            }
+            if self.ord == 0 && !self.rtr_types.write && !self.rtr_types.send {
+                return Err(StartupError::InvalidConfig(
+                    "a Read RTR needs an ORD of at least 1",
                 ));
             }
         }

@@ -232,6 +232,20 @@ impl StartupError {
         }
     }
 
+    /// Whether this end queued a Terminate to transmit before closing:
+    /// the initiator's failures after a valid Reply (RFC 6581, codes 0x06
+    /// and 0x07), when the responder is already in full operation.
+    pub fn terminate_queued(&self) -> bool {
+        matches!(
+            self,
+            Self::InsufficientIrd { .. }
+                | Self::NoMatchingRtr {
+                    detected_by: Role::Initiator,
+                    ..
+                }
+        )
+    }
+
     /// Whether this end queued a rejecting Reply (R set) to transmit before
     /// stopping.
     pub fn reply_queued(&self) -> bool {
@@ -309,6 +323,8 @@ mod tests {
         };
         assert_eq!(ird.llp_error_code().code(), 0x06);
         assert!(ird.closes_connection());
+        assert!(ird.terminate_queued());
+        assert!(!bad_key.terminate_queued());
 
         for (role, closes) in [(Role::Initiator, true), (Role::Responder, false)] {
             let rtr = StartupError::NoMatchingRtr {
@@ -319,6 +335,7 @@ mod tests {
             assert_eq!(rtr.llp_error_code().code(), 0x07);
             assert_eq!(rtr.closes_connection(), closes);
             assert_eq!(rtr.reply_queued(), !closes);
+            assert_eq!(rtr.terminate_queued(), closes);
             let markers = StartupError::MarkersRefused { detected_by: role };
             assert_eq!(markers.llp_error_code().code(), 0x04);
             assert_eq!(markers.closes_connection(), closes);

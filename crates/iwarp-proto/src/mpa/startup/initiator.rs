@@ -6,17 +6,23 @@
 //! connection must close; a Reply with R set ends MPA as a rejection,
 //! leaving TCP open; a valid accepting Reply establishes the connection,
 //! and the initiator may send FPDUs at once (its RTR first, in
-//! peer-to-peer mode).
+//! peer-to-peer mode). A valid Reply whose IRD/ORD or RTR selection the
+//! initiator cannot meet (RFC 6581) fails the startup too, but the
+//! responder is already in full operation: the initiator's first and last
+//! FPDU is then a Terminate saying why.
 
 use std::time::Instant;
 
-use super::enhanced::{EnhancedData, RtrTypes, ENHANCED_DATA_LEN};
+use super::enhanced::{EnhancedData, IrdOrd, RtrType, RtrTypes, ENHANCED_DATA_LEN};
 use super::error::{Awaiting, StartupError};
 use super::frame::{FrameKind, Revision, StartupFrameRepr};
 use super::negotiate;
 use super::outcome::{Established, Event, PeerRejection};
 use super::reader::{FrameReader, ReceivedFrame};
 use super::{deadline_after, Common, MpaStartup, Role, StartupConfig, StartupMachine, State};
+use crate::framing::{Framer, LlpErrorCode, WireBatch};
+use crate::mpa::{FpduTransmitter, FramingParams};
+use crate::rdmap::{ProtocolError, TerminateMessage};
 
 /// What this initiator put in its Request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +67,12 @@ impl Initiator {
             ord: config.ord,
             peer_to_peer: config.peer_to_peer,
             rtr: if config.peer_to_peer {
-                config.rtr_types
+                // Only what this end can send: no Read RTR with ORD 0.
+                negotiate::usable_rtr(
+                    config.rtr_types,
+                    Role::Initiator,
+                    Some(IrdOrd::new(config.ird, config.ord)),
+                )
             } else {
                 RtrTypes::NONE
             },
@@ -166,6 +177,29 @@ impl Initiator {
         }
         negotiate::check_markers(&self.config, reply.markers, Role::Initiator)?;
         negotiate::check_crc(self.config.crc, reply.crc, Role::Initiator)?;
+        let crc = negotiate::crc_in_use(self.config.crc, reply.crc);
+        let framing = negotiate::framing(self.sent.markers, reply.markers, crc);
+        // The Reply is valid: the responder is in full operation from here
+        // on, and only a Terminate can tell it why we go no further.
+        let (ird_ord, rtr) = self
+            .negotiate_rdma(&reply)
+            .inspect_err(|e| self.queue_terminate(framing, e.llp_error_code()))?;
+        self.common.establish(Established {
+            role: Role::Initiator,
+            revision: Some(reply.revision),
+            framing,
+            ird_ord,
+            rtr,
+            private_data: reply.private_data,
+        });
+        Ok(())
+    }
+
+    /// RFC 6581: the IRD/ORD and the RTR type that a valid Reply settles.
+    fn negotiate_rdma(
+        &self,
+        reply: &ReceivedFrame,
+    ) -> Result<(Option<IrdOrd>, Option<RtrType>), StartupError> {
         let ird_ord = match (self.sent.enhanced, reply.enhanced) {
             (Some(ours), Some(theirs)) => Some(negotiate::initiator_ird_ord(
                 ours.ird_ord(),
@@ -176,21 +210,34 @@ impl Initiator {
         };
         let rtr = match self.sent.enhanced {
             Some(ours) if ours.peer_to_peer => Some(negotiate::check_reply_rtr(
-                ours.rtr,
+                // A responder granting IRD 0 leaves this end ORD 0: its
+                // selection of a Read RTR cannot be met.
+                negotiate::usable_rtr(ours.rtr, Role::Initiator, ird_ord),
                 reply.enhanced.as_ref(),
             )?),
             _ => None,
         };
-        let crc = negotiate::crc_in_use(self.config.crc, reply.crc);
-        self.common.establish(Established {
-            role: Role::Initiator,
-            revision: Some(reply.revision),
-            framing: negotiate::framing(self.sent.markers, reply.markers, crc),
-            ird_ord,
-            rtr,
-            private_data: reply.private_data,
-        });
-        Ok(())
+        Ok((ird_ord, rtr))
+    }
+
+    /// RFC 6581: an initiator that fails after a valid Reply (insufficient
+    /// IRD, code 0x06; no matching RTR type, code 0x07) sends a Terminate
+    /// with the code as its first FPDU, framed as the Reply settled, and
+    /// then closes. It is queued for [`StartupMachine::poll_transmit`].
+    fn queue_terminate(&mut self, framing: FramingParams, code: LlpErrorCode) {
+        let (ulpdu, len) = TerminateMessage::new(ProtocolError::Llp(code)).to_ulpdu(1);
+        let ulpdu = &ulpdu[..len];
+        let mut batch = WireBatch::new();
+        // A Terminate is far below the largest ULPDU: framing cannot fail.
+        // Passed as the header, its octets are copied into the batch.
+        if FpduTransmitter::new(framing)
+            .frame(ulpdu, &[], &mut batch)
+            .is_ok()
+        {
+            let mut fpdu = Vec::with_capacity(batch.wire_len());
+            batch.write_to(&[], &mut fpdu);
+            self.common.transmit.push_back(fpdu);
+        }
     }
 }
 

@@ -25,7 +25,10 @@
 //!
 //! A failure is returned by the `handle_*` call that met it (and by every
 //! later one); every such failure means the TCP connection must be closed
-//! ([`StartupError::closes_connection`]). A rejection is not a failure: the
+//! ([`StartupError::closes_connection`]), once what
+//! [`poll_transmit`](StartupMachine::poll_transmit) still gives is sent:
+//! the Terminate an initiator owes a responder whose valid Reply it cannot
+//! use ([`StartupError::terminate_queued`], RFC 6581). A rejection is not a failure: the
 //! initiator reports the peer's with [`Event::Rejected`], the responder
 //! queues its Reply with R set (after [`Responder::reject`], or on its own
 //! with [`Event::Refused`] when the request asks for what it does not do);

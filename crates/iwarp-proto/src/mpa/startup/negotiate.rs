@@ -107,11 +107,14 @@ pub(crate) fn responder_ird_ord(initiator: IrdOrd, limits: IrdOrd) -> IrdOrd {
 
 /// The initiator's IRD and ORD once the Reply is in (RFC 6581).
 ///
-/// Our ORD drops to the responder's IRD (we may not have more reads
-/// outstanding than it serves); our IRD drops to the responder's ORD (it
-/// will not have more outstanding). A responder ORD above our IRD is
-/// insufficient IRD (code 0x06) under strict negotiation; relaxed
-/// negotiation keeps our IRD.
+/// Our ORD drops to the responder's IRD: we may not have more Reads
+/// outstanding than it serves. Our IRD becomes the responder's ORD: it may
+/// have that many Reads outstanding, and every one of them must be
+/// served. A responder ORD above our IRD is insufficient IRD: strict
+/// negotiation fails the startup with LLP code 0x06; relaxed negotiation
+/// raises our IRD to it, as Linux siw does (siw_proc_mpareply). Either
+/// way the connection never starts with an IRD that would refuse, with a
+/// Terminate later, a Read the responder was entitled to send.
 pub(crate) fn initiator_ird_ord(
     ours: IrdOrd,
     reply: IrdOrd,
@@ -124,9 +127,23 @@ pub(crate) fn initiator_ird_ord(
         });
     }
     Ok(IrdOrd {
-        ird: ours.ird.min(reply.ord),
+        ird: reply.ord,
         ord: ours.ord.min(reply.ird),
     })
+}
+
+/// The RTR types an end can take part in with `ird_ord` (its own IRD and
+/// ORD): a zero-length Read RTR still takes an ORD slot at the initiator
+/// and an IRD slot at the responder, so with a 0 there it is out.
+pub(crate) fn usable_rtr(types: RtrTypes, role: Role, ird_ord: Option<IrdOrd>) -> RtrTypes {
+    let slots = ird_ord.map(|v| match role {
+        Role::Initiator => v.ord,
+        Role::Responder => v.ird,
+    });
+    RtrTypes {
+        read: types.read && slots != Some(0),
+        ..types
+    }
 }
 
 /// The RTR type a responder picks: one the initiator offered and the
@@ -136,17 +153,23 @@ pub(crate) fn select_rtr(offered: RtrTypes, acceptable: RtrTypes) -> Option<RtrT
     RtrType::PREFERENCE.into_iter().find(|t| both.contains(*t))
 }
 
-/// Checks the RTR selection of a Reply against the initiator's offer: it
-/// must select exactly one type, and one that was offered (RFC 6581,
-/// code 0x07 otherwise). A Reply without enhanced data selects nothing.
+/// The RTR type the initiator sends, from the Reply's selection: one of
+/// the selected types that was offered (RFC 6581, code 0x07 if there is
+/// none). A Reply without enhanced data selects nothing.
+///
+/// A responder should select exactly one type, but a Reply that selects
+/// several is taken as Linux siw takes it: any type in common will do, and
+/// the initiator sends the one the responder would prefer (Write, then
+/// Read, then Send), since every selected type is one the responder said
+/// it accepts.
 pub(crate) fn check_reply_rtr(
     offered: RtrTypes,
     reply: Option<&EnhancedData>,
 ) -> Result<RtrType, StartupError> {
     let selected = reply.map(|e| e.rtr).unwrap_or(RtrTypes::NONE);
-    match selected.single() {
-        Some(rtr) if offered.contains(rtr) => Ok(rtr),
-        _ => Err(StartupError::NoMatchingRtr {
+    match select_rtr(offered, selected) {
+        Some(rtr) => Ok(rtr),
+        None => Err(StartupError::NoMatchingRtr {
             offered,
             other: selected,
             detected_by: Role::Initiator,
@@ -156,6 +179,7 @@ pub(crate) fn check_reply_rtr(
 
 #[cfg(test)]
 mod tests {
+    use super::super::enhanced::MAX_IRD_ORD;
     use super::*;
 
     fn cfg(min: Revision, max: Revision) -> StartupConfig {
@@ -251,10 +275,59 @@ mod tests {
                 peer_ord: 5
             })
         );
+        // Relaxed: our IRD rises to the responder's ORD, so that every
+        // Read it may have outstanding is served.
         assert_eq!(
             initiator_ird_ord(ours, reply, IrdOrdNegotiation::Relaxed),
-            Ok(IrdOrd::new(2, 8))
+            Ok(IrdOrd::new(5, 8))
         );
+    }
+
+    proptest::proptest! {
+        /// Whatever the Reply says, the initiator either fails with
+        /// insufficient IRD or ends with an IRD that covers the
+        /// responder's ORD and an ORD within the responder's IRD: never a
+        /// connection whose legitimate Reads are refused later.
+        #[test]
+        fn initiator_never_accepts_an_ord_it_cannot_serve(
+            ours_ird in 0..=MAX_IRD_ORD, ours_ord in 0..=MAX_IRD_ORD,
+            reply_ird in 0..=MAX_IRD_ORD, reply_ord in 0..=MAX_IRD_ORD,
+            strict: bool,
+        ) {
+            let mode = if strict { IrdOrdNegotiation::Strict } else { IrdOrdNegotiation::Relaxed };
+            let reply = IrdOrd::new(reply_ird, reply_ord);
+            match initiator_ird_ord(IrdOrd::new(ours_ird, ours_ord), reply, mode) {
+                Ok(got) => {
+                    proptest::prop_assert!(got.ird >= reply.ord);
+                    proptest::prop_assert!(got.ord <= reply.ird && got.ord <= ours_ord);
+                    proptest::prop_assert!(!strict || got.ird <= ours_ird);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(strict && reply_ord > ours_ird);
+                    proptest::prop_assert_eq!(e.llp_error_code(), crate::mpa::LlpErrorCode::InsufficientIrd);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_rtr_needs_a_read_slot() {
+        for role in [Role::Initiator, Role::Responder] {
+            let none = match role {
+                Role::Initiator => IrdOrd::new(16, 0),
+                Role::Responder => IrdOrd::new(0, 16),
+            };
+            assert_eq!(
+                usable_rtr(RtrTypes::ALL, role, Some(none)),
+                RtrTypes {
+                    read: false,
+                    ..RtrTypes::ALL
+                }
+            );
+            let one = IrdOrd::new(1, 1);
+            assert_eq!(usable_rtr(RtrTypes::ALL, role, Some(one)), RtrTypes::ALL);
+            assert_eq!(usable_rtr(RtrTypes::ALL, role, None), RtrTypes::ALL);
+        }
     }
 
     #[test]
@@ -285,7 +358,7 @@ mod tests {
     }
 
     #[test]
-    fn reply_must_pick_exactly_one_offered() {
+    fn reply_must_pick_a_type_offered() {
         let offered = RtrTypes::WRITE_READ;
         let pick = |rtr| EnhancedData {
             rtr,
@@ -295,11 +368,25 @@ mod tests {
             check_reply_rtr(offered, Some(&pick(RtrTypes::only(RtrType::Read)))),
             Ok(RtrType::Read)
         );
-        for bad in [
-            RtrTypes::NONE,
-            RtrTypes::only(RtrType::Send),
-            RtrTypes::WRITE_READ,
+        // Several selected: the preferred one in common with the offer.
+        for (selected, want) in [
+            (RtrTypes::WRITE_READ, RtrType::Write),
+            (RtrTypes::ALL, RtrType::Write),
+            (
+                RtrTypes {
+                    write: false,
+                    ..RtrTypes::ALL
+                },
+                RtrType::Read,
+            ),
         ] {
+            assert_eq!(
+                check_reply_rtr(offered, Some(&pick(selected))),
+                Ok(want),
+                "{selected:?}"
+            );
+        }
+        for bad in [RtrTypes::NONE, RtrTypes::only(RtrType::Send)] {
             assert!(matches!(
                 check_reply_rtr(offered, Some(&pick(bad))),
                 Err(StartupError::NoMatchingRtr { .. })

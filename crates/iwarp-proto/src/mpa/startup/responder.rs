@@ -89,7 +89,8 @@ impl Responder {
 
     /// Accepts with the application's own IRD/ORD (revision 2 enhanced
     /// requests). Each is held to what [`PeerRequest::ird_ord`] proposed:
-    /// the application may grant less, never more.
+    /// the application may grant less, never more, and not an IRD of 0
+    /// when a Read RTR was selected.
     pub fn accept_with(
         &mut self,
         private_data: &[u8],
@@ -97,9 +98,11 @@ impl Responder {
     ) -> Result<(), StartupError> {
         let request = self.decision_pending()?;
         check_reply_private_data(request, private_data)?;
+        // A Read RTR, once selected, keeps the IRD slot it needs.
+        let min_ird = u16::from(request.rtr == Some(RtrType::Read));
         let ird_ord = request.ird_ord.map(|proposed| match ird_ord {
             Some(wanted) => IrdOrd {
-                ird: wanted.ird.min(proposed.ird),
+                ird: wanted.ird.min(proposed.ird).max(min_ird),
                 ord: wanted.ord.min(proposed.ord),
             },
             None => proposed,
@@ -195,7 +198,10 @@ impl Responder {
             .enhanced
             .filter(|_| reply_revision == Revision::Rev2);
         let crc = negotiate::crc_in_use(self.config.crc, request.crc);
-        let refusal = self.refusal(&request, offer.as_ref());
+        let ird_ord = offer.map(|o| {
+            negotiate::responder_ird_ord(o.ird_ord(), IrdOrd::new(self.config.ird, self.config.ord))
+        });
+        let refusal = self.refusal(&request, offer.as_ref(), ird_ord);
         let rtr = match refusal {
             Ok(rtr) => rtr,
             Err(reason) => {
@@ -218,12 +224,7 @@ impl Responder {
             enhanced: request.enhanced,
             private_data: request.private_data,
             framing: negotiate::framing(self.config.request_markers, request.markers, crc),
-            ird_ord: offer.map(|o| {
-                negotiate::responder_ird_ord(
-                    o.ird_ord(),
-                    IrdOrd::new(self.config.ird, self.config.ord),
-                )
-            }),
+            ird_ord,
             rtr,
         };
         self.common.state = State::AwaitingDecision;
@@ -239,21 +240,24 @@ impl Responder {
     }
 
     /// The policy checks; on success, the RTR type of peer-to-peer mode.
+    /// `ird_ord` is what this end would run with.
     fn refusal(
         &self,
         request: &ReceivedFrame,
         offer: Option<&EnhancedData>,
+        ird_ord: Option<IrdOrd>,
     ) -> Result<Option<RtrType>, StartupError> {
         negotiate::check_markers(&self.config, request.markers, Role::Responder)?;
         negotiate::check_crc(self.config.crc, request.crc, Role::Responder)?;
+        let acceptable = negotiate::usable_rtr(self.config.rtr_types, Role::Responder, ird_ord);
         match offer {
-            Some(o) if o.peer_to_peer => negotiate::select_rtr(o.rtr, self.config.rtr_types)
-                .map(Some)
-                .ok_or(StartupError::NoMatchingRtr {
+            Some(o) if o.peer_to_peer => negotiate::select_rtr(o.rtr, acceptable).map(Some).ok_or(
+                StartupError::NoMatchingRtr {
                     offered: o.rtr,
-                    other: self.config.rtr_types,
+                    other: acceptable,
                     detected_by: Role::Responder,
-                }),
+                },
+            ),
             _ => Ok(None),
         }
     }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 
 use super::*;
+use crate::framing::Deframer;
 use crate::mpa::{FramingParams, LlpErrorCode};
 
 // ---------------------------------------------------------------------------
@@ -1276,9 +1277,10 @@ fn insufficient_ird_strict_and_relaxed() {
         let (mut i, _) = initiator(config, b"", now);
         let s = feed_whole(&mut i, &reply("5002 0004 0010 0010"), false, now);
         if ok {
+            // Relaxed, as Linux siw: our IRD rises to the responder's ORD.
             assert_eq!(
                 established(&s.events).unwrap().ird_ord,
-                Some(IrdOrd::new(4, 16))
+                Some(IrdOrd::new(16, 16))
             );
         } else {
             let e = s.result.unwrap_err();
@@ -1301,6 +1303,118 @@ fn insufficient_ird_strict_and_relaxed() {
     };
     let run = accept_all(ic, cfg());
     both_established(&run);
+}
+
+/// The ULPDU of an LLP Terminate with `code`, MSN 1, no header copies:
+/// written out from RFC 5040 §4.8 and RFC 6581, not built by the crate.
+fn llp_terminate_ulpdu(code: u8) -> Vec<u8> {
+    let mut u = hex("4147 00000000 00000002 00000001 00000000");
+    u.extend([0x20, code, 0, 0]);
+    u
+}
+
+/// The ULPDUs a receiver with `framing` finds in `wire`, and whether any
+/// octet was left over or failed the framing checks.
+fn deframe(framing: FramingParams, wire: &[u8]) -> Vec<Vec<u8>> {
+    let mut rx = crate::mpa::FpduReceiver::new(framing);
+    let mut out = crate::framing::CollectUlpdus::new();
+    assert_eq!(rx.receive(wire, &mut out), Ok(wire.len()), "well framed");
+    assert!(rx.at_boundary(), "whole FPDUs");
+    out.complete
+}
+
+/// RFC 6581: an initiator that cannot go on with a valid Reply (the
+/// responder's ORD above its IRD under strict negotiation, no RTR type in
+/// common) owes the responder, already in full operation, a Terminate
+/// with LLP code 0x06 or 0x07 as its first and only FPDU, framed as the
+/// Reply settled (CRC, markers). A Reply it refuses as such (malformed,
+/// markers or CRC it will not do) gets none: RFC 5044 §7.1.2 rule 3
+/// closes.
+#[test]
+fn initiator_terminates_after_a_valid_reply_it_cannot_use() {
+    let now = Instant::now();
+    let strict = StartupConfig {
+        ird: 4,
+        ird_ord_negotiation: IrdOrdNegotiation::Strict,
+        ..cfg()
+    };
+    let p2p = StartupConfig {
+        peer_to_peer: true,
+        rtr_types: RtrTypes::WRITE_READ,
+        ..cfg()
+    };
+    let cases = [
+        // (config, Reply after the key, code, framing our end sends with)
+        (strict.clone(), "5002 0004 0010 0010", 0x06, (true, false)),
+        (
+            StartupConfig {
+                crc: CrcPolicy::Off,
+                ..strict.clone()
+            },
+            "1002 0004 0010 0010",
+            0x06,
+            (false, false),
+        ),
+        // The responder wants markers in what we send.
+        (strict, "d002 0004 0010 0010", 0x06, (true, true)),
+        // Send selected, Write and Read offered.
+        (p2p.clone(), "1002 0004 c010 0010", 0x07, (true, false)),
+        // Nothing selected.
+        (p2p.clone(), "1002 0004 8010 0010", 0x07, (true, false)),
+        // A revision 1 Reply cannot select an RTR.
+        (p2p, "4001 0000", 0x07, (true, false)),
+    ];
+    for (config, words, code, (crc, markers)) in cases {
+        let (mut i, _) = initiator(config, b"", now);
+        let s = feed_whole(&mut i, &reply(words), false, now);
+        let e = s.result.unwrap_err();
+        assert_eq!(e.llp_error_code().code(), code, "{words}: {e:?}");
+        assert!(e.closes_connection());
+        assert!(e.terminate_queued());
+        assert_eq!(s.state, State::Failed);
+        assert!(s.events.is_empty(), "{words}: {:?}", s.events);
+        let ours = FramingParams {
+            crc,
+            send_markers: markers,
+            receive_markers: false,
+        };
+        let ulpdus = deframe(ours.mirrored(), &s.transmit);
+        assert_eq!(ulpdus, [llp_terminate_ulpdu(code)], "{words}");
+        if markers {
+            assert_eq!(s.transmit[..4], [0; 4], "a marker opens the stream");
+        }
+        if !crc {
+            // Written out whole: ULPDU_Length 22, the ULPDU, no pad, a
+            // zero CRC field.
+            let mut want = hex("0016");
+            want.extend(llp_terminate_ulpdu(code));
+            want.extend([0; 4]);
+            assert_eq!(s.transmit, want);
+        }
+        // Nothing more, whatever comes next.
+        assert!(i.handle_input(b"more", now).is_err());
+        assert_eq!(drain(&mut i), b"");
+    }
+    // Replies refused as such: no Terminate.
+    let markers_refused = StartupConfig {
+        send_markers_on_request: false,
+        ..cfg()
+    };
+    let crc_required = StartupConfig {
+        crc: CrcPolicy::Required,
+        ..cfg()
+    };
+    for (config, words) in [
+        (cfg(), "5003 0004 0010 0010"),
+        (markers_refused, "d002 0004 0010 0010"),
+        (crc_required, "1002 0004 0010 0010"),
+        (cfg(), "4002 0000"),
+    ] {
+        let (mut i, _) = initiator(config, b"", now);
+        let s = feed_whole(&mut i, &reply(words), false, now);
+        assert!(!s.result.unwrap_err().terminate_queued(), "{words}");
+        assert_eq!(s.transmit, b"", "{words}");
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1391,8 +1505,12 @@ fn initiator_checks_the_replys_rtr_selection() {
         ("8010 4010", Some(RtrType::Read)),
         ("0010 4010", Some(RtrType::Read)), // P2P bit not echoed: tolerated
         ("c010 0010", None),                // Send, not offered
-        ("8010 c010", None),                // two selected
         ("8010 0010", None),                // none selected
+        // Several selected: any type in common is taken, Write first, as
+        // Linux siw does (siw_proc_mpareply, siw_qp_mpa_rts).
+        ("8010 c010", Some(RtrType::Write)),
+        ("c010 c010", Some(RtrType::Write)),
+        ("c010 4010", Some(RtrType::Read)), // Send and Read: Read offered
     ];
     for (words, want) in cases {
         let (mut i, _) = initiator(config.clone(), b"", now);
@@ -1424,6 +1542,69 @@ fn initiator_checks_the_replys_rtr_selection() {
     let (mut i, _) = initiator(config, b"", now);
     let s = feed_whole(&mut i, &reply("0001 0000"), false, now);
     assert!(matches!(s.result, Err(StartupError::NoMatchingRtr { .. })));
+}
+
+/// A zero-length Read RTR takes an ORD slot at the initiator and an IRD
+/// slot at the responder: with a 0 there (no longer taken as 1), it is
+/// neither offered, nor selected, nor accepted, nor granted away.
+#[test]
+fn a_read_rtr_needs_a_read_slot_at_both_ends() {
+    let now = Instant::now();
+    let p2p = |rtr_types, ird, ord| StartupConfig {
+        peer_to_peer: true,
+        rtr_types,
+        ird,
+        ord,
+        ..cfg()
+    };
+    let read_only = RtrTypes::only(RtrType::Read);
+    // Nothing left to offer.
+    assert!(matches!(
+        Initiator::new(p2p(read_only, 16, 0), b"", now),
+        Err(StartupError::InvalidConfig(_))
+    ));
+    // Write and Read configured, ORD 0: only Write offered.
+    let (_, req) = initiator(p2p(RtrTypes::WRITE_READ, 16, 0), b"", now);
+    assert_eq!(&req[16..24], &hex("5002 0004 8010 8000")[..]);
+    // A responder that would run with IRD 0 refuses a Read-only offer...
+    let no_ird = StartupConfig { ird: 0, ..cfg() };
+    let run = accept_all(p2p(read_only, 16, 16), no_ird.clone());
+    assert!(matches!(
+        refusal(&run.responder_events),
+        Some(StartupError::NoMatchingRtr {
+            detected_by: Role::Responder,
+            ..
+        })
+    ));
+    // ...and picks Write when it can.
+    let run = accept_all(p2p(RtrTypes::ALL, 16, 16), no_ird);
+    let (i, _) = both_established(&run);
+    assert_eq!(i.rtr_to_send(), Some(RtrType::Write));
+    // An application granting IRD 0 keeps the slot a Read RTR needs.
+    let (mut i, req) = initiator(p2p(read_only, 16, 16), b"", now);
+    let mut r = responder(cfg(), now);
+    r.handle_input(&req, now).unwrap();
+    r.accept_with(b"", Some(IrdOrd::new(0, 16))).unwrap();
+    assert_eq!(r.established().unwrap().ird_ord, Some(IrdOrd::new(1, 16)));
+    i.handle_input(&drain(&mut r), now).unwrap();
+    assert_eq!(i.established().unwrap().rtr_to_send(), Some(RtrType::Read));
+    // A Reply selecting Read while granting IRD 0 cannot be met: 0x07,
+    // with the Terminate.
+    let (mut i, _) = initiator(p2p(read_only, 16, 16), b"", now);
+    let s = feed_whole(&mut i, &reply("5002 0004 8000 4010"), false, now);
+    let e = s.result.unwrap_err();
+    assert_eq!(e.llp_error_code(), LlpErrorCode::NoMatchingRtr);
+    assert!(e.terminate_queued());
+    assert_eq!(
+        deframe(
+            FramingParams {
+                crc: true,
+                ..FramingParams::default()
+            },
+            &s.transmit
+        ),
+        [llp_terminate_ulpdu(0x07)]
+    );
 }
 
 #[test]

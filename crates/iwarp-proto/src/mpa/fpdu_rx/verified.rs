@@ -1,0 +1,191 @@
+//! Verify-before-place reception: each FPDU is held until it has arrived
+//! whole and passed its checks, and only then is its ULPDU handed to DDP.
+//!
+//! RFC 5044 §6 puts the rule first among the receiver's duties: "An MPA
+//! receiver MUST first verify the FPDU before passing the ULPDU to DDP."
+//!
+//! The receiver needs no buffer of its own for it: in this mode
+//! [`Deframer::receive`] takes whole FPDUs only, leaving the octets of
+//! an incomplete one to the caller, who presents them again with more
+//! (as the startup machines leave what follows a frame). It first checks
+//! an FPDU in full (markers, CRC), then walks the same octets a second
+//! time to pass the runs of its ULPDU, markers left out, to the sink.
+//! [`FpduReceiver::next_fpdu_len`] tells the caller how many octets the
+//! FPDU at the front of its buffer needs, so that it can read that many.
+
+use super::FpduReceiver;
+use crate::framing::{
+    Deframer, FeedError, FramingEvent, Layout, Next, Span, UlpduSink, MARKER_LEN,
+};
+use crate::mpa::error::MpaError;
+use crate::mpa::fpdu::{fpdu_len, pad_len, CRC_LEN, HEADER_LEN, MAX_ULPDU_LEN};
+use crate::mpa::marker::INTERVAL;
+
+/// Payload runs handed to the sink in one call at most, as the
+/// [`crate::framing::receive`] loop gathers them.
+const GATHER: usize = 16;
+
+/// When an FPDU receiver passes a ULPDU's octets to the layer above. A
+/// receiver starts in [`Placement::Direct`], whose [`Deframer::receive`]
+/// consumes every octet it is given;
+/// [`FpduReceiver::with_placement`] selects [`Placement::Verified`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// As they arrive, so that DDP can place payload at once (and a
+    /// runtime can read it straight from the socket into its region);
+    /// the FPDU is checked at its end, before anything is delivered. A
+    /// damaged FPDU may thus have been placed, though only where the peer
+    /// was entitled to write, and is never delivered: a deviation from
+    /// RFC 5044 §6, which asks for the check first.
+    Direct,
+    /// Once the whole FPDU has arrived and passed every check (RFC 5044
+    /// §6): nothing of a damaged FPDU is ever placed.
+    /// [`Deframer::receive`] then consumes whole FPDUs only.
+    Verified,
+}
+
+/// The most stream octets one FPDU can take: the longest ULPDU, its pad
+/// and CRC, and the markers that can fall among them (one every 508
+/// octets of FPDU, plus one at either end).
+pub const MAX_FPDU_WIRE_LEN: usize = fpdu_len(MAX_ULPDU_LEN)
+    + MARKER_LEN * (fpdu_len(MAX_ULPDU_LEN).div_ceil(INTERVAL.get() as usize - MARKER_LEN) + 1);
+
+impl FpduReceiver {
+    /// The same receiver with `placement`. Set it before the first octet,
+    /// or between FPDUs.
+    pub fn with_placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    /// When this receiver passes ULPDU octets on.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// The stream octets, markers included, from here to the end of the
+    /// FPDU that starts here, if the receiver sits between FPDUs and
+    /// `input` (the octets that follow) holds its ULPDU_Length.
+    pub fn next_fpdu_len(&self, input: &[u8]) -> Option<usize> {
+        if !self.at_boundary() {
+            return None;
+        }
+        let mut offset = self.offset;
+        let mut at = 0;
+        let mut header = [0u8; HEADER_LEN];
+        let mut got = 0;
+        while got < HEADER_LEN {
+            if self.markers && INTERVAL.is_marker_at(offset) {
+                at += MARKER_LEN;
+                offset += MARKER_LEN as u64;
+                continue;
+            }
+            header[got] = *input.get(at)?;
+            got += 1;
+            at += 1;
+            offset += 1;
+        }
+        let ulpdu_len = usize::from(u16::from_be_bytes(header));
+        let mut left = ulpdu_len + pad_len(ulpdu_len) + CRC_LEN;
+        while left > 0 {
+            if self.markers && INTERVAL.is_marker_at(offset) {
+                at += MARKER_LEN;
+                offset += MARKER_LEN as u64;
+                continue;
+            }
+            let run = if self.markers {
+                left.min(INTERVAL.room(offset))
+            } else {
+                left
+            };
+            at += run;
+            offset += run as u64;
+            left -= run;
+        }
+        Some(at)
+    }
+
+    /// [`Deframer::receive`] in [`Placement::Verified`] mode.
+    //= rfc5044#6
+    //# An MPA receiver MUST first verify the FPDU before passing the ULPDU
+    //# to DDP.
+    pub(super) fn receive_verified<S: UlpduSink>(
+        &mut self,
+        input: &[u8],
+        sink: &mut S,
+    ) -> Result<usize, FeedError<MpaError, S::Error>> {
+        let mut used = 0;
+        loop {
+            if let Some(e) = self.failed {
+                return Err(FeedError::Framing(e));
+            }
+            let rest = &input[used..];
+            let Some(len) = self.next_fpdu_len(rest).filter(|n| *n <= rest.len()) else {
+                return Ok(used);
+            };
+            let fpdu = &rest[..len];
+            let (at, offset, ulpdu_len) = self.check_whole(fpdu).map_err(FeedError::Framing)?;
+            used += len;
+            // Verified: now DDP may have it, in runs between the markers.
+            sink.ulpdu_begin(ulpdu_len).map_err(FeedError::Sink)?;
+            let mut pieces: [&[u8]; GATHER] = [&[]; GATHER];
+            let mut count = 0;
+            let mut pos = at;
+            let layout = Layout::new(offset, ulpdu_len, self.markers.then_some(INTERVAL));
+            for span in layout {
+                match span {
+                    Span::Marker => pos += MARKER_LEN,
+                    Span::Payload(n) => {
+                        pieces[count] = &fpdu[pos..pos + n];
+                        pos += n;
+                        count += 1;
+                        if count == GATHER {
+                            sink.ulpdu_data_vectored(&pieces).map_err(FeedError::Sink)?;
+                            count = 0;
+                        }
+                    }
+                }
+            }
+            if count > 0 {
+                sink.ulpdu_data_vectored(&pieces[..count])
+                    .map_err(FeedError::Sink)?;
+            }
+            sink.ulpdu_end().map_err(FeedError::Sink)?;
+        }
+    }
+
+    /// Runs one whole FPDU through the checks (markers, CRC). Returns where
+    /// its ULPDU starts in `fpdu` and in the stream, and its length.
+    fn check_whole(&mut self, fpdu: &[u8]) -> Result<(usize, u64, usize), MpaError> {
+        let mut at = 0;
+        let mut ulpdu = None;
+        while at < fpdu.len() {
+            match self.next() {
+                Next::Payload { run, .. } => {
+                    let n = run.min(fpdu.len() - at);
+                    self.push_payload(&fpdu[at..at + n])?;
+                    at += n;
+                }
+                Next::Framing => {
+                    let (n, event) = self.push_framing(&fpdu[at..])?;
+                    at += n;
+                    match event {
+                        Some(FramingEvent::Begin { payload_len, .. }) => {
+                            ulpdu = Some((at, self.offset, payload_len))
+                        }
+                        Some(FramingEvent::End) => break,
+                        None => {}
+                    }
+                }
+                Next::Failed => break,
+            }
+        }
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        // `next_fpdu_len` measured the FPDU with the same arithmetic: it
+        // ends exactly with its CRC field.
+        debug_assert_eq!(at, fpdu.len());
+        Ok(ulpdu.unwrap_or((at, self.offset, 0)))
+    }
+}
