@@ -819,3 +819,118 @@ Summary: 14 frames, 14 TCP segments; 1 iWARP connection
   PDUs: MPA Reply 1, MPA Request 1, RDMA Read Request 1, RDMA Read Response 1, Send 3, Terminate 1
   errors: 1 (CRC 1, header 0, framing 0, gaps 0)
 ";
+
+/// A clean exchange with CRC: the rping startup, then `n` Sends each way,
+/// each acknowledged; the TCP ending is the caller's.
+fn clean_session(port: u16, n: u32) -> (Tcp, Framer, Framer) {
+    let mut t = Tcp::new(port, 4791);
+    t.handshake();
+    t.send(C2S, &hex(RPING_REQUEST));
+    t.ack(S2C);
+    t.send(S2C, &hex(OUR_REPLY_CRC));
+    t.ack(C2S);
+    let mut client = Framer::new(true, false);
+    let mut server = Framer::new(true, false);
+    for msn in 1..=n {
+        t.send(C2S, &client.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"ping")));
+        t.ack(S2C);
+        t.send(S2C, &server.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"pong")));
+        t.ack(C2S);
+    }
+    (t, client, server)
+}
+
+/// No error of any kind in a decoded capture, and `pdus` PDUs.
+fn assert_clean(r: &[Value], pdus: usize) {
+    let errors: Vec<&Value> = of_type(r, "note")
+        .into_iter()
+        .filter(|n| n["level"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(of_type(r, "gap").is_empty(), "{:?}", of_type(r, "gap"));
+    let s = summary(r);
+    for kind in ["crc", "header", "framing", "gaps"] {
+        assert_eq!(s["errors"][kind], 0, "{kind}: {s}");
+    }
+    assert_eq!(of_type(r, "pdu").len(), pdus);
+}
+
+#[test]
+fn ending_fin_both_ways_acknowledged() {
+    let (mut t, _, _) = clean_session(41000, 2);
+    t.fin(C2S);
+    t.ack(S2C);
+    t.fin(S2C);
+    t.ack(C2S);
+    let r = decode_json("end-fin.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 4);
+    let text = decode_text("end-fin.pcap", &t.pcap(), &[]);
+    assert!(text.contains("  errors: none"), "{text}");
+}
+
+#[test]
+fn ending_rst() {
+    let (mut t, _, _) = clean_session(41001, 2);
+    t.rst(S2C);
+    let r = decode_json("end-rst.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 4);
+    // A FIN, then the peer resets instead of closing.
+    let (mut t, _, _) = clean_session(41002, 1);
+    t.fin(C2S);
+    t.rst(S2C);
+    t.ack(C2S);
+    let r = decode_json("end-fin-rst.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 2);
+}
+
+#[test]
+fn ending_half_close_the_other_end_goes_on() {
+    let (mut t, _, mut server) = clean_session(41003, 1);
+    t.fin(C2S);
+    t.ack(S2C);
+    for msn in 2..=4 {
+        t.send(S2C, &server.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"more")));
+        t.ack(C2S);
+    }
+    t.fin(S2C);
+    t.ack(C2S);
+    let r = decode_json("end-half.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 5);
+}
+
+#[test]
+fn ending_fin_with_data_and_retransmitted_fin() {
+    let (mut t, mut client, _) = clean_session(41004, 1);
+    t.fin_with(C2S, &client.fpdu(&untagged(true, 3, 0, 0, 2, 0, b"bye")));
+    t.fin_again(C2S);
+    t.ack(S2C);
+    t.fin(S2C);
+    t.fin_again(S2C);
+    t.ack(C2S);
+    t.ack(C2S);
+    let r = decode_json("end-fin-data.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 3);
+    let last = of_type(&r, "pdu").last().copied().cloned().expect("a PDU");
+    assert_eq!(last["ddp"]["msn"], 2);
+}
+
+#[test]
+fn ending_capture_started_mid_connection() {
+    // No handshake and no startup: the capture begins at an FPDU; --port
+    // names the connection. It ends with FINs both ways, acknowledged.
+    let mut t = Tcp::new(41005, 4791);
+    let mut client = Framer::new(true, false);
+    let mut server = Framer::new(true, false);
+    for msn in 7..=9 {
+        t.send(C2S, &client.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"mid")));
+        t.ack(S2C);
+        t.send(S2C, &server.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"way")));
+        t.ack(C2S);
+    }
+    t.fin(C2S);
+    t.ack(S2C);
+    t.fin(S2C);
+    t.ack(C2S);
+    let r = decode_json("end-mid.pcap", &t.pcap(), &["--port", "4791"]);
+    assert_clean(&r, 6);
+}

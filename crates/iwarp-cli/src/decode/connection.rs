@@ -115,7 +115,8 @@ impl Connection {
         usize::from(src != self.ends[0])
     }
 
-    /// A segment in direction `dir`.
+    /// A segment in direction `dir`. A FIN ends the direction after the
+    /// payload; neither it nor an RST is a hole in the stream.
     #[allow(clippy::too_many_arguments)]
     pub fn segment(
         &mut self,
@@ -123,7 +124,8 @@ impl Connection {
         seq: u32,
         syn: bool,
         ack: Option<u32>,
-        end: bool,
+        fin: bool,
+        rst: bool,
         payload: &[u8],
         opts: &Options,
         events: &mut DirEvents,
@@ -140,6 +142,9 @@ impl Connection {
                 feed(decoder, chunk, &mut out)
             });
         }
+        if fin {
+            self.reasm[dir].fin(data_seq.wrapping_add(payload.len() as u32));
+        }
         events.extend(out.drain(..).map(|e| (dir, e)));
         self.coordinate(opts, events);
         if let Some(ack) = ack {
@@ -151,7 +156,7 @@ impl Connection {
             events.extend(out.drain(..).map(|e| (other, e)));
             self.coordinate(opts, events);
         }
-        if end {
+        if fin || rst {
             self.closed[dir] = true;
         }
     }

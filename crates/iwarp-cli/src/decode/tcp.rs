@@ -12,9 +12,19 @@
 //! - a segment beyond the delivery point is held until the hole before it
 //!   is filled by a later (retransmitted) segment;
 //! - a hole that will never be filled (octets the capture lost) is reported
-//!   as a [`Chunk::Gap`] once it is certain: when the peer acknowledges
-//!   octets past it (the receiver had them, the capture did not), when more
-//!   than [`MAX_PENDING`] octets wait behind it, or at the end.
+//!   as a [`Chunk::Gap`] once it is certain: when the peer has acknowledged
+//!   octets past it (the receiver had them, the capture did not) and octets
+//!   after it arrive, when more than [`MAX_PENDING`] octets wait behind it,
+//!   or at the end.
+//!
+//! The end of a direction is not a hole. A FIN takes one sequence number
+//! (RFC 793 §3.3), so the peer's acknowledgment of it is one past the last
+//! octet: the FIN's position is remembered ([`Reassembler::fin`]) and
+//! acknowledgments are counted up to it only. When the FIN itself was not
+//! captured, an acknowledgment one octet past everything captured is taken
+//! as its acknowledgment too. An acknowledgment past the captured octets
+//! with nothing after it is only judged at the end, so nothing is declared
+//! lost before the capture shows it is.
 
 use std::collections::BTreeMap;
 
@@ -59,6 +69,10 @@ pub struct Reassembler {
     /// Segments beyond a hole, by stream position.
     pending: BTreeMap<u64, Vec<u8>>,
     pending_octets: usize,
+    /// The highest stream position the peer has acknowledged.
+    acked: u64,
+    /// The stream position of the FIN, once one is seen.
+    fin: Option<u64>,
     stats: ReassemblyStats,
 }
 
@@ -139,6 +153,18 @@ impl Reassembler {
         }
         if self.pending_octets > MAX_PENDING {
             self.skip_to_pending(out);
+        } else {
+            self.settle_acknowledged(out);
+        }
+    }
+
+    /// A FIN whose sequence number is `seq` (that of the segment's first
+    /// payload octet plus its payload length): the direction ends there.
+    pub fn fin(&mut self, seq: u32) {
+        let base = *self.base.get_or_insert(seq);
+        let at = self.unwrap(base, seq);
+        if at >= 0 && self.fin.is_none() {
+            self.fin = Some(at as u64);
         }
     }
 
@@ -152,21 +178,46 @@ impl Reassembler {
         if acked <= next || acked - next > 1 << 30 {
             return;
         }
-        while (self.next as i64) < acked {
+        let mut acked = acked as u64;
+        if let Some(fin) = self.fin {
+            // RFC 793 §3.3: the FIN's sequence number is acknowledged, not
+            // an octet.
+            acked = acked.min(fin);
+        }
+        self.acked = self.acked.max(acked);
+        self.settle_acknowledged(out);
+    }
+
+    /// Declares lost what the peer acknowledged before the first held
+    /// segment, and delivers what follows. Without held segments nothing
+    /// is declared yet: the acknowledgment may be of a FIN not captured.
+    fn settle_acknowledged(&mut self, out: &mut dyn FnMut(Chunk<'_>)) {
+        while self.next < self.acked {
             match self.pending.keys().next() {
-                Some(&first) if first as i64 <= acked => self.skip_to_pending(out),
-                _ => {
-                    self.gap((acked - self.next as i64) as u64, out);
+                Some(&first) if first <= self.acked => self.skip_to_pending(out),
+                Some(_) => {
+                    self.gap(self.acked - self.next, out);
                     self.drain(out);
                 }
+                None => return,
             }
         }
     }
 
-    /// The end of the capture: every hole left is lost.
+    /// The end of the capture: every hole left is lost, and so is what the
+    /// peer acknowledged past the last captured octet, short of the FIN.
     pub fn finish(&mut self, out: &mut dyn FnMut(Chunk<'_>)) {
         while !self.pending.is_empty() {
             self.skip_to_pending(out);
+        }
+        let end = match self.fin {
+            Some(fin) => fin.max(self.next),
+            // One octet acknowledged past everything: the uncaptured FIN's.
+            None if self.acked == self.next + 1 => self.next,
+            None => self.acked.max(self.next),
+        };
+        if end > self.next {
+            self.gap(end - self.next, out);
         }
     }
 
@@ -261,10 +312,52 @@ mod tests {
         assert_eq!(collect(&mut r, |r, o| r.segment(15, b"xy", o)), "");
         // Octets 12 and 13 were received but not captured; 14 may still come.
         assert_eq!(collect(&mut r, |r, o| r.acknowledged(14, o)), "!2");
-        assert_eq!(collect(&mut r, |r, o| r.acknowledged(20, o)), "!1xy!3");
-        assert_eq!(collect(&mut r, |r, o| r.segment(30, b"z", o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(20, o)), "!1xy");
+        // 17 to 20 were acknowledged: lost once octets after them arrive.
+        assert_eq!(collect(&mut r, |r, o| r.segment(30, b"z", o)), "!3");
         assert_eq!(collect(&mut r, |r, o| r.finish(o)), "!10z");
         assert_eq!(r.stats().missing, 16);
+    }
+
+    #[test]
+    fn an_acknowledged_hole_is_declared_when_octets_after_it_arrive() {
+        let mut r = Reassembler::new();
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"ab", o)), "ab");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(16, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.segment(14, b"cd", o)), "!2cd");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
+    }
+
+    #[test]
+    fn the_fin_is_not_a_hole() {
+        let mut r = Reassembler::new();
+        r.syn(9);
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
+        r.fin(13);
+        // The FIN's acknowledgment, twice (a retransmitted FIN).
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(14, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(14, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
+        assert_eq!(r.stats().gaps, 0);
+
+        // The FIN not captured, its acknowledgment captured.
+        let mut r = Reassembler::new();
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(14, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
+
+        // The last octets and the FIN not captured, but acknowledged.
+        let mut r = Reassembler::new();
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(18, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "!5");
+
+        // A FIN seen after a hole: the hole is lost, the FIN is not.
+        let mut r = Reassembler::new();
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
+        r.fin(20);
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(21, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "!7");
     }
 
     #[test]

@@ -95,6 +95,9 @@ pub mod capture {
         isn: [u32; 2],
         /// Octets sent so far (the next relative sequence number).
         sent: [u32; 2],
+        /// Whether each direction has sent its FIN (which takes one
+        /// sequence number: the other end's acknowledgments count it).
+        fin_sent: [bool; 2],
         frames: Vec<(Duration, Vec<u8>)>,
         time: Duration,
     }
@@ -107,6 +110,7 @@ pub mod capture {
                 ports: [cport, sport],
                 isn: [1_000_000, u32::MAX - 100],
                 sent: [0, 0],
+                fin_sent: [false, false],
                 frames: Vec::new(),
                 time: Duration::from_secs(1_700_000_000),
             }
@@ -117,7 +121,29 @@ pub mod capture {
             self.isn[dir].wrapping_add(1).wrapping_add(rel)
         }
 
+        /// The acknowledgment number `dir` sends: all the other
+        /// direction sent, its FIN included.
+        fn ack_number(&self, dir: usize) -> u32 {
+            let other = 1 - dir;
+            self.seq(other, self.sent[other])
+                .wrapping_add(u32::from(self.fin_sent[other]))
+        }
+
         fn frame(&mut self, dir: usize, seq: u32, syn: bool, ack: bool, fin: bool, payload: &[u8]) {
+            self.frame_flags(dir, seq, syn, ack, fin, false, payload);
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        fn frame_flags(
+            &mut self,
+            dir: usize,
+            seq: u32,
+            syn: bool,
+            ack: bool,
+            fin: bool,
+            rst: bool,
+            payload: &[u8],
+        ) {
             let ip = [[10, 0, 0, 1], [10, 0, 0, 2]];
             let mac = [[2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]];
             let other = 1 - dir;
@@ -128,10 +154,13 @@ pub mod capture {
                 b = b.syn();
             }
             if ack {
-                b = b.ack(self.seq(other, self.sent[other]));
+                b = b.ack(self.ack_number(dir));
             }
             if fin {
                 b = b.fin();
+            }
+            if rst {
+                b = b.rst();
             }
             if !payload.is_empty() {
                 b = b.psh();
@@ -157,6 +186,7 @@ pub mod capture {
                 self.isn[1].wrapping_add(70_000),
             ];
             self.sent = [0, 0];
+            self.fin_sent = [false, false];
             self.handshake();
         }
 
@@ -201,8 +231,28 @@ pub mod capture {
 
         /// FIN from `dir`.
         pub fn fin(&mut self, dir: usize) {
+            self.fin_with(dir, &[]);
+        }
+
+        /// FIN from `dir` on a segment that also carries `payload`.
+        pub fn fin_with(&mut self, dir: usize, payload: &[u8]) {
+            let seq = self.seq(dir, self.sent[dir]);
+            self.sent[dir] += payload.len() as u32;
+            self.frame(dir, seq, false, true, true, payload);
+            self.fin_sent[dir] = true;
+        }
+
+        /// The FIN from `dir` again (a retransmission), at its own
+        /// sequence number.
+        pub fn fin_again(&mut self, dir: usize) {
             let seq = self.seq(dir, self.sent[dir]);
             self.frame(dir, seq, false, true, true, &[]);
+        }
+
+        /// RST (with ACK) from `dir`.
+        pub fn rst(&mut self, dir: usize) {
+            let seq = self.seq(dir, self.sent[dir]);
+            self.frame_flags(dir, seq, false, true, false, true, &[]);
         }
 
         /// The frames, as a pcap file (microsecond timestamps).
