@@ -72,6 +72,7 @@ mod frame;
 mod immediate;
 mod initiator;
 mod negotiate;
+mod observe;
 mod outcome;
 mod reader;
 mod responder;
@@ -95,6 +96,7 @@ pub use frame::{
 };
 pub use immediate::ImmediateStart;
 pub use initiator::Initiator;
+pub use observe::{observe, Observed};
 pub use outcome::{Established, Event, PeerRejection, PeerRequest};
 pub use responder::Responder;
 
