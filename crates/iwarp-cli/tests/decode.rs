@@ -222,10 +222,12 @@ fn siw_rping_startup_and_first_send_without_crc() {
 
     let s = summary(&r);
     assert_eq!(s["connections"].as_array().map(Vec::len), Some(1));
-    assert_eq!(
-        s["connections"][0]["framing"],
-        "MPA rev 2, CRC off, no markers"
-    );
+    let framing = &s["connections"][0]["framing"];
+    assert_eq!(framing["kind"], "mpa");
+    assert_eq!(framing["revision"], 2);
+    assert_eq!(framing["crc"], false);
+    assert_eq!(framing["markers_to_initiator"], false);
+    assert_eq!(framing["markers_to_responder"], false);
     assert_eq!(s["pdus"]["Send"], 1);
     assert_eq!(s["pdus"]["MPA Request"], 1);
     assert_eq!(s["errors"]["crc"], 0);
@@ -240,10 +242,8 @@ fn siw_rping_with_crc_checks_siws_own_crc() {
     assert_eq!(p["crc"]["status"], "ok");
     assert_eq!(p["crc"]["received"], "0x65360fba");
     assert_eq!(p["payload"], "0000562e4da7b530e54e580000000020");
-    assert_eq!(
-        summary(&r)["connections"][0]["framing"],
-        "MPA rev 2, CRC on, no markers"
-    );
+    let framing = &summary(&r)["connections"][0]["framing"];
+    assert_eq!((framing["kind"].as_str(), framing["crc"].as_bool()), (Some("mpa"), Some(true)));
 }
 
 #[test]
@@ -621,10 +621,9 @@ fn siw_rejects_markers() {
     assert!(notes
         .iter()
         .any(|n| n["message"].as_str().unwrap().contains("rejected")));
-    assert_eq!(
-        summary(&r)["connections"][0]["framing"],
-        "MPA rev 1, rejected"
-    );
+    let framing = &summary(&r)["connections"][0]["framing"];
+    assert_eq!(framing["kind"], "mpa_rejected");
+    assert_eq!(framing["revision"], 1);
 }
 
 #[test]
@@ -766,7 +765,7 @@ fn readme_sample_session() {
         2,
         0x0000_0301,
         0x7f3a_1c00_0000,
-        b"rdma-ping-0: ABCDEFGHIJKLMNOPQR",
+        b"rdma-ping-0: ABCDEFGHIJKLMNOPQRS",
     ));
     t.send_split(C2S, &resp, &[20]);
     t.send(
@@ -803,11 +802,11 @@ fn readme_sample_session() {
 
 const README_SAMPLE: &str = "     4    0.000300 10.0.0.1:47122 > 10.0.0.2:7174  MPA    Request rev 2 enhanced IRD 1 ORD 1, M 0 C 0
      5    0.000400 10.0.0.2:7174 > 10.0.0.1:47122  MPA    Reply rev 2 enhanced IRD 1 ORD 1, M 0 C 1 R 0
-     5    0.000400 10.0.0.1:47122 > 10.0.0.2:7174  MPA    framing: CRC on, no markers, from TCP offset 24 (startup frames)
-     5    0.000400 10.0.0.2:7174 > 10.0.0.1:47122  MPA    framing: CRC on, no markers, from TCP offset 24 (startup frames)
+     5    0.000400 10.0.0.1:47122 > 10.0.0.2:7174  MPA    framing: CRC on, no markers, ORD 1, from TCP offset 24 (startup frames)
+     5    0.000400 10.0.0.2:7174 > 10.0.0.1:47122  MPA    framing: CRC on, no markers, ORD 1, from TCP offset 24 (startup frames)
      6    0.000500 10.0.0.1:47122 > 10.0.0.2:7174  RDMAP  Send QN 0 MSN 1 MO 0 last len 16, crc ok
      7    0.000600 10.0.0.2:7174 > 10.0.0.1:47122  RDMAP  RDMA Read Request MSN 1: 32 octets from STag 0xe54e5800 TO 0x562e4da7b530 into STag 0x00000301 TO 0x7f3a1c000000, crc ok
-     9    0.000800 10.0.0.1:47122 > 10.0.0.2:7174  RDMAP  RDMA Read Response STag 0x00000301 TO 0x7f3a1c000000 last len 31, crc ok
+     9    0.000800 10.0.0.1:47122 > 10.0.0.2:7174  RDMAP  RDMA Read Response STag 0x00000301 TO 0x7f3a1c000000 last len 32, crc ok
     10    0.000900 10.0.0.2:7174 > 10.0.0.1:47122  RDMAP  Send QN 0 MSN 1 MO 0 last len 16, crc ok
     11    0.001000 10.0.0.1:47122 > 10.0.0.2:7174  RDMAP  Send QN 0 MSN 2 MO 0 last len 16, CRC BAD !! CRC error: computed 0xe8e79b9c, received 0x5a12aceb
     12    0.001100 10.0.0.2:7174 > 10.0.0.1:47122  RDMAP  Terminate LLP: CRC error [layer 2 type 0 code 0x02]; offending Send (QN 0 MSN 2 MO 0 last, ULPDU length 34), crc ok
@@ -816,8 +815,10 @@ Summary: 14 frames, 14 TCP segments; 1 iWARP connection
   #1 10.0.0.1:47122 <-> 10.0.0.2:7174: MPA rev 2, CRC on, no markers
       10.0.0.1:47122 > 10.0.0.2:7174: 156 octets in 5 segments; 1 startup frame, 3 PDUs, 1 error
       10.0.0.2:7174 > 10.0.0.1:47122: 164 octets in 4 segments; 1 startup frame, 3 PDUs, 0 errors
+      operations: Send 2 (32 octets), RDMA Read 1 (32 octets); 160.0 kB/s over 400.0 µs
+      Read latency (1 Read): min 200.0 µs, p50 200.0 µs, p90 200.0 µs, p99 200.0 µs, max 200.0 µs
   PDUs: MPA Reply 1, MPA Request 1, RDMA Read Request 1, RDMA Read Response 1, Send 3, Terminate 1
-  errors: 1 (CRC 1, header 0, framing 0, gaps 0)
+  errors: 1 (CRC 1, header 0, framing 0, gaps 0, checks 0)
 ";
 
 /// A clean exchange with CRC: the rping startup, then `n` Sends each way,

@@ -91,9 +91,13 @@ pub enum CaptureError {
     /// The first octets are neither a pcap nor a pcapng magic number.
     #[error("not a pcap or pcapng capture (it starts {0:02x?})")]
     UnknownFormat(Vec<u8>),
+    /// The file ends in the middle of a record (a capture cut short by
+    /// killing the capturing tool).
+    #[error("the file ends in the middle of a record (cut short?)")]
+    CutShort,
     /// The `pcap-file` crate refused the file's header or a record.
-    #[error("{0}")]
-    Malformed(String),
+    #[error(transparent)]
+    Malformed(pcap_file::PcapError),
 }
 
 /// pcapng's Section Header Block type, the first four octets of the file.
@@ -230,12 +234,10 @@ impl CaptureReader {
 fn malformed(e: pcap_file::PcapError) -> CaptureError {
     match e {
         pcap_file::PcapError::IoError(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
-            CaptureError::Malformed("the file ends in the middle of a record (cut short?)".into())
+            CaptureError::CutShort
         }
-        pcap_file::PcapError::IncompleteBuffer => {
-            CaptureError::Malformed("the file ends in the middle of a record (cut short?)".into())
-        }
-        other => CaptureError::Malformed(other.to_string()),
+        pcap_file::PcapError::IncompleteBuffer => CaptureError::CutShort,
+        other => CaptureError::Malformed(other),
     }
 }
 

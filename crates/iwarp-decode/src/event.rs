@@ -1,18 +1,28 @@
-//! What the decoder reports: one [`Record`] per line of output.
+//! What the decoder reports: one [`Record`] per event, typed.
 //!
-//! The same values feed the text output and the JSON output (one JSON
-//! object per line, `"type"` naming the event), so the two never disagree.
-//! In JSON, counts, lengths, queue numbers, MSNs and offsets are numbers;
-//! STags, tagged offsets and CRC values are hexadecimal strings (`"0x…"`),
-//! as people write them and because a 64-bit tagged offset does not fit
-//! every JSON reader's numbers.
+//! Values are numbers, enums and the protocol crate's own reprs
+//! ([`SegmentHeader`], [`ReadRequest`], [`TerminateMessage`], [`STag`]),
+//! never preformatted text: a consumer filters and computes on them, and
+//! the words come from `Display` impls (those of `iwarp_proto`'s pretty
+//! printers, and the ones here). With the `serde` feature every type is
+//! `Serialize`; STags, tagged offsets and CRC values are written as
+//! hexadecimal strings (`"0x…"`), as people write them and because a 64-bit
+//! tagged offset does not fit every JSON reader's numbers.
 
 use std::net::SocketAddr;
 
-use serde::Serialize;
+use iwarp_proto::ddp::SegmentHeader;
+use iwarp_proto::mpa::startup::FrameError;
+use iwarp_proto::rdmap::pretty::Pdu;
+use iwarp_proto::rdmap::{Opcode, ReadRequest, TerminateMessage};
+
+pub use crate::checks::{Finding, FindingKind};
+pub use crate::note::{Level, Note};
+pub use crate::ops::{Operation, OperationKind};
 
 /// One reported event, with where and when it happened.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Record {
     /// The capture frame whose octets completed it (1-based, as Wireshark
     /// numbers frames); 0 for what is found at the end of the capture.
@@ -26,13 +36,21 @@ pub struct Record {
     /// The receiving end.
     pub dst: SocketAddr,
     /// What happened.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub event: Event,
 }
 
 /// The kinds of event.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+///
+/// Records pass through a reused buffer, so the PDU and the operation are
+/// held inline: boxing them would allocate once per PDU.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "type", rename_all = "snake_case")
+)]
 pub enum Event {
     /// An MPA Request or Reply frame.
     MpaStartup(StartupFrameInfo),
@@ -41,22 +59,43 @@ pub enum Event {
     /// The framing this direction uses from here on, and why.
     Framing(FramingInfo),
     /// A framed PDU (MPA FPDU or IFT frame) and the DDP/RDMAP message in it.
-    Pdu(Box<PduInfo>),
+    Pdu(PduInfo),
     /// Octets of this direction missing from the capture.
     Gap(GapInfo),
     /// Framing found again after a gap or an error.
     Resync(ResyncInfo),
-    /// Anything else worth saying: a warning, an error, a decision taken.
-    Note(NoteInfo),
+    /// A decision, a warning, or an error the decoding itself met.
+    Note(Note),
+    /// A stateful check failed: something no single PDU shows.
+    Finding(Finding),
+    /// A whole RDMA operation, rebuilt from its PDUs.
+    Operation(Operation),
+}
+
+/// Request or Reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum StartupKind {
+    /// An MPA Request frame.
+    Request,
+    /// An MPA Reply frame.
+    Reply,
+    /// Neither key (an invalid frame).
+    Unknown,
 }
 
 /// An MPA Request or Reply frame (RFC 5044 §7.1.1, RFC 6581).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct StartupFrameInfo {
     /// TCP stream offset of the frame (octets since the SYN).
     pub offset: u64,
-    /// `"request"` or `"reply"`.
-    pub kind: &'static str,
+    /// Request or Reply.
+    pub kind: StartupKind,
     /// The flags octet as sent.
     pub flags: u8,
     /// M: the sender wants markers in what it receives.
@@ -72,17 +111,25 @@ pub struct StartupFrameInfo {
     /// The PD_Length field.
     pub pd_length: u16,
     /// IRD/ORD and peer-to-peer words (revision 2 with the enhanced flag).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub enhanced: Option<EnhancedInfo>,
-    /// The application's private data (after the enhanced words), in hex.
-    pub private_data: String,
+    /// The application's private data (after the enhanced words).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::ser::bytes"))]
+    pub private_data: Vec<u8>,
     /// Why the frame is not valid, if it is not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::ser::display_opt"
+        )
+    )]
+    pub error: Option<FrameError>,
 }
 
 /// Enhanced connection establishment data (RFC 6581).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct EnhancedInfo {
     /// Inbound RDMA Read queue depth.
     pub ird: u16,
@@ -99,20 +146,31 @@ pub struct EnhancedInfo {
 }
 
 /// An IFT Adaption Indication (draft-williams-iwarp-ift-01 §4).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IndicationInfo {
     /// TCP stream offset of the indication.
     pub offset: u64,
     /// Its fields, when it is valid.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(flatten, skip_serializing_if = "Option::is_none")
+    )]
     pub fields: Option<IndicationFields>,
     /// Why it is not valid, if it is not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::ser::display_opt"
+        )
+    )]
+    pub error: Option<iwarp_proto::ift::IndicationError>,
 }
 
 /// The fields of a valid Adaption Indication.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IndicationFields {
     /// PH: 0 or 1.
     pub phase: u8,
@@ -138,33 +196,99 @@ pub struct IndicationFields {
     pub vtag: u16,
 }
 
+/// MPA or IFT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum FramingKind {
+    /// MPA FPDUs.
+    Mpa,
+    /// IFT frames.
+    Ift,
+}
+
+/// How a direction treats a CRC field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum CrcUse {
+    /// Negotiated on: checked.
+    On,
+    /// Negotiated off: the field is there and means nothing (MPA), or is
+    /// absent (IFT).
+    Off,
+    /// On the wire but not checked ([`crate::Options::check_crc`] off, or
+    /// IFT's IH/IP).
+    Unchecked,
+    /// Not known (no startup seen): checked; if the first FPDU fails with
+    /// a zero CRC field, CRC is taken as off from then on.
+    Auto,
+}
+
+/// Where a direction's framing settings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum Basis {
+    /// The MPA Request and Reply.
+    StartupFrames,
+    /// The two IFT Adaption Indications.
+    AdaptionIndications,
+    /// Only this direction's startup frame was captured: the other end's
+    /// choices are assumed.
+    OneSidedStartup,
+    /// No startup was captured: MPA FPDUs assumed.
+    NoStartup,
+}
+
 /// The framing of one direction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FramingInfo {
-    /// `"mpa"` or `"ift"`.
-    pub framing: &'static str,
+    /// MPA or IFT.
+    pub framing: FramingKind,
     /// TCP stream offset where the framed stream begins.
     pub start: u64,
-    /// CRC handling: `"on"`, `"off"`, `"unchecked"` (on the wire, not
-    /// checked: `--no-crc-check` or IFT's IH/IP), or `"auto"` (not known:
-    /// checked, and taken as off if the first CRC field is zero).
-    pub crc: &'static str,
-    /// IFT only: the header CRC, as `crc`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub header_crc: Option<&'static str>,
+    /// CRC handling (IFT: the payload CRC).
+    pub crc: CrcUse,
+    /// IFT only: the header CRC.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub header_crc: Option<CrcUse>,
     /// Marker interval in octets; absent without markers.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub markers: Option<u16>,
     /// IFT only: the VTag every frame must carry.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub vtag: Option<u16>,
+    /// The most RDMA Read Requests this direction's sender may have
+    /// outstanding (its ORD as negotiated, RFC 6581), when the startup said.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub max_reads: Option<u16>,
     /// Where these settings come from.
-    pub basis: String,
+    pub basis: Basis,
+    /// CRC checking was turned off by the options.
+    pub crc_overridden: bool,
+    /// Markers were forced on or off by the options.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub markers_overridden: Option<bool>,
 }
 
 /// How a CRC field fared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum CrcStatus {
     /// Checked and correct.
     Ok,
@@ -177,20 +301,45 @@ pub enum CrcStatus {
 }
 
 /// A CRC field.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CrcInfo {
     /// The verdict.
     pub status: CrcStatus,
     /// The field as received (least significant octet first on the wire).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub received: Option<String>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::ser::crc_opt"
+        )
+    )]
+    pub received: Option<u32>,
     /// The CRC32c computed over the covered octets, when it differs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub computed: Option<String>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::ser::crc_opt"
+        )
+    )]
+    pub computed: Option<u32>,
+}
+
+impl CrcInfo {
+    /// A verdict without values.
+    pub const fn status(status: CrcStatus) -> Self {
+        Self {
+            status,
+            received: None,
+            computed: None,
+        }
+    }
 }
 
 /// A marker inside a PDU.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct MarkerInfo {
     /// Stream offset of the marker.
     pub offset: u64,
@@ -198,11 +347,42 @@ pub struct MarkerInfo {
     pub pointer: u32,
 }
 
+/// Payload octets kept with each PDU.
+pub const PREVIEW: usize = 32;
+
+/// The first payload octets of a PDU (at most [`PREVIEW`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Preview {
+    octets: [u8; PREVIEW],
+    len: u8,
+}
+
+impl Preview {
+    /// The first [`PREVIEW`] octets of `payload`.
+    pub fn of(payload: &[u8]) -> Self {
+        let n = payload.len().min(PREVIEW);
+        let mut octets = [0; PREVIEW];
+        octets[..n].copy_from_slice(&payload[..n]);
+        Self {
+            octets,
+            len: n as u8,
+        }
+    }
+
+    /// The octets.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.octets[..usize::from(self.len)]
+    }
+}
+
 /// A framed PDU and what it carries.
-#[derive(Debug, Clone, Serialize)]
+///
+/// Serialized (feature `serde`) with the DDP header under `"ddp"` and the
+/// RDMAP message under `"rdmap"`.
+#[derive(Debug, Clone)]
 pub struct PduInfo {
-    /// `"mpa"` (an FPDU) or `"ift"` (an IFT frame).
-    pub framing: &'static str,
+    /// An MPA FPDU or an IFT frame.
+    pub framing: FramingKind,
     /// Stream offset of its first octet, counted from the start of framing.
     pub offset: u64,
     /// Octets it takes on the wire, markers included.
@@ -212,198 +392,246 @@ pub struct PduInfo {
     /// The CRC (MPA), or the payload CRC (IFT).
     pub crc: CrcInfo,
     /// IFT only: the header CRC.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub header_crc: Option<CrcInfo>,
     /// IFT only: the VTag.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub vtag: Option<u16>,
     /// Markers inside it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub markers: Vec<MarkerInfo>,
-    /// The DDP header, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ddp: Option<DdpInfo>,
-    /// The RDMAP message, when DDP carries RDMAP.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rdmap: Option<RdmapInfo>,
+    /// The DDP segment, when the ULPDU holds a DDP header: its header, DV,
+    /// payload length, and the RDMAP header in its payload.
+    pub segment: Option<Pdu>,
+    /// Whether RDMAP runs over DDP (always for MPA; IFT's R flag).
+    pub rdma: bool,
     /// DDP payload octets (after the DDP header).
     pub payload_len: usize,
-    /// The first payload octets, in hex (at most [`super::ulpdu::PREVIEW`]).
-    pub payload: String,
+    /// The first payload octets.
+    pub payload: Preview,
     /// What is wrong with it, if anything.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
+    pub errors: Vec<PduError>,
 }
 
-/// A DDP segment header (RFC 5041 §4).
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "model", rename_all = "snake_case")]
-pub enum DdpInfo {
-    /// Tagged buffer model.
-    Tagged {
-        /// L: last segment of the message.
-        last: bool,
-        /// DV: DDP version.
-        dv: u8,
-        /// The data sink STag.
-        stag: String,
-        /// The tagged offset.
-        to: String,
+impl PduInfo {
+    /// The RDMAP opcode, for an RDMA-mode PDU with a defined one.
+    pub fn opcode(&self) -> Option<Opcode> {
+        self.segment.filter(|_| self.rdma).and_then(|s| s.opcode())
+    }
+
+    /// The DDP header.
+    pub fn header(&self) -> Option<&SegmentHeader> {
+        self.segment.as_ref().map(|s| &s.header)
+    }
+
+    /// The Read Request it carries.
+    pub fn read_request(&self) -> Option<&ReadRequest> {
+        self.segment.as_ref().and_then(|s| s.read_request.as_ref())
+    }
+
+    /// The Terminate it carries.
+    pub fn terminate(&self) -> Option<&TerminateMessage> {
+        self.segment.as_ref().and_then(|s| s.terminate.as_ref())
+    }
+
+    /// Whether the CRC (or IFT header CRC) was checked and wrong.
+    pub fn crc_bad(&self) -> bool {
+        self.crc.status == CrcStatus::Bad
+            || self
+                .header_crc
+                .is_some_and(|c| c.status == CrcStatus::Bad)
+    }
+
+    /// What to count it as in the summary.
+    pub fn message_kind(&self) -> MessageKind {
+        match (&self.segment, self.rdma) {
+            (None, _) => MessageKind::Malformed,
+            (Some(s), true) => match s.opcode() {
+                Some(op) => MessageKind::Rdmap(op),
+                None => MessageKind::ReservedOpcode,
+            },
+            (Some(s), false) => match s.header {
+                SegmentHeader::Tagged(_) => MessageKind::DdpTagged,
+                SegmentHeader::Untagged(_) => MessageKind::DdpUntagged,
+            },
+        }
+    }
+}
+
+/// What is wrong with a PDU on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PduError {
+    /// The CRC field does not match (RFC 5044 §8 code 2).
+    #[error("CRC error: computed {computed:#010x}, received {received:#010x}")]
+    Crc {
+        /// What the octets give.
+        computed: u32,
+        /// What the field says.
+        received: u32,
     },
-    /// Untagged buffer model.
-    Untagged {
-        /// L: last segment of the message.
-        last: bool,
-        /// DV: DDP version.
-        dv: u8,
-        /// Queue number.
+    /// IFT: the payload CRC does not match.
+    #[error("payload CRC error: computed {computed:#010x}, received {received:#010x}")]
+    PayloadCrc {
+        /// What the octets give.
+        computed: u32,
+        /// What the field says.
+        received: u32,
+    },
+    /// The ULPDU is shorter than the DDP header its T flag announces.
+    #[error("malformed DDP header: {len} octets, {needed} needed")]
+    ShortDdpHeader {
+        /// Octets present.
+        len: usize,
+        /// Octets needed.
+        needed: usize,
+    },
+    /// RFC 5041 §4.1: DV is 1.
+    #[error("DDP version {0} (DV must be 1)")]
+    DdpVersion(u8),
+    /// RFC 5040 §4.2: RV is 1.
+    #[error("RDMAP version {0} (RV must be 1)")]
+    RdmapVersion(u8),
+    /// RFC 5040 §4.3: opcodes 8 to 15 are reserved.
+    #[error("RDMAP opcode {0} is reserved (RFC 5040 §4.3)")]
+    ReservedOpcode(u8),
+    /// An untagged message in a tagged header.
+    #[error("{0} must use the untagged buffer model")]
+    MustBeUntagged(Opcode),
+    /// A tagged message in an untagged header.
+    #[error("{0} must use the tagged buffer model")]
+    MustBeTagged(Opcode),
+    /// An untagged message on another queue than its own.
+    #[error("{opcode} belongs on QN {expected}, not QN {qn}")]
+    WrongQueue {
+        /// The message.
+        opcode: Opcode,
+        /// Its queue.
+        expected: u32,
+        /// The header's.
         qn: u32,
-        /// Message sequence number.
-        msn: u32,
-        /// Message offset.
-        mo: u32,
+    },
+    /// RFC 5040 §4.4: the Read Request header is the whole payload.
+    #[error("Read Request carries {0} octets, not 28")]
+    ReadRequestLength(usize),
+    /// A Terminate without its control word.
+    #[error("Terminate carries {0} octets, fewer than its 4-octet control field")]
+    ShortTerminate(usize),
+    /// IFT: the frame's header_size disagrees with the DDP header's T flag.
+    #[error("header_size {header_size} but the DDP header is {ddp} octets")]
+    HeaderSize {
+        /// The frame's.
+        header_size: usize,
+        /// The DDP header's.
+        ddp: usize,
     },
 }
 
-/// An RDMAP message (RFC 5040 §4).
-#[derive(Debug, Clone, Serialize)]
-pub struct RdmapInfo {
-    /// RV: RDMAP version.
-    pub rv: u8,
-    /// The opcode number.
-    pub opcode: u8,
-    /// Its name.
-    pub name: &'static str,
-    /// Solicited event (Send with SE, Send with SE and Invalidate).
-    pub solicited: bool,
-    /// The STag to invalidate (Send with Invalidate).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub invalidate_stag: Option<String>,
-    /// A Read Request's fields.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub read_request: Option<ReadRequestInfo>,
-    /// A Terminate's fields.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub terminate: Option<TerminateInfo>,
+impl PduError {
+    /// A CRC error rather than a header error.
+    pub fn is_crc(&self) -> bool {
+        matches!(self, Self::Crc { .. } | Self::PayloadCrc { .. })
+    }
 }
 
-/// The RDMA Read Request header (RFC 5040 §4.4).
-#[derive(Debug, Clone, Serialize)]
-pub struct ReadRequestInfo {
-    /// Data sink STag (the requester's buffer).
-    pub sink_stag: String,
-    /// Data sink tagged offset.
-    pub sink_to: String,
-    /// RDMA Read message size.
-    pub size: u32,
-    /// Data source STag (the responder's buffer).
-    pub source_stag: String,
-    /// Data source tagged offset.
-    pub source_to: String,
+/// What a PDU counts as in the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MessageKind {
+    /// An MPA Request frame.
+    MpaRequest,
+    /// An MPA Reply frame.
+    MpaReply,
+    /// An invalid startup frame.
+    MpaInvalid,
+    /// An IFT Adaption Indication.
+    IftIndication,
+    /// An RDMAP message.
+    Rdmap(Opcode),
+    /// An RDMAP opcode that is reserved.
+    ReservedOpcode,
+    /// DDP alone (IFT's DDP mode), tagged.
+    DdpTagged,
+    /// DDP alone, untagged.
+    DdpUntagged,
+    /// A ULPDU too short for a DDP header.
+    Malformed,
 }
 
-/// A Terminate message (RFC 5040 §4.8).
-#[derive(Debug, Clone, Serialize)]
-pub struct TerminateInfo {
-    /// Layer number: 0 RDMAP, 1 DDP, 2 LLP.
-    pub layer: u8,
-    /// Layer name.
-    pub layer_name: &'static str,
-    /// Error type.
-    pub etype: u8,
-    /// Error code.
-    pub code: u8,
-    /// The error in words.
-    pub error: String,
-    /// The copy of the offending DDP segment's header (D), with its length
-    /// if M was set.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ddp_copy: Option<TerminatedDdpInfo>,
-    /// The copy of the offending RDMAP header (R): a Read Request.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rdmap_copy: Option<ReadRequestInfo>,
+impl std::fmt::Display for MessageKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::MpaRequest => f.write_str("MPA Request"),
+            Self::MpaReply => f.write_str("MPA Reply"),
+            Self::MpaInvalid => f.write_str("MPA startup (invalid)"),
+            Self::IftIndication => f.write_str("IFT Adaption Indication"),
+            Self::Rdmap(op) => write!(f, "{op}"),
+            Self::ReservedOpcode => f.write_str("reserved opcode"),
+            Self::DdpTagged => f.write_str("DDP tagged"),
+            Self::DdpUntagged => f.write_str("DDP untagged"),
+            Self::Malformed => f.write_str("malformed"),
+        }
+    }
 }
 
-/// The DDP header copied into a Terminate.
-#[derive(Debug, Clone, Serialize)]
-pub struct TerminatedDdpInfo {
-    /// The DDP segment length (M set).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub segment_length: Option<u16>,
-    /// The copied octets, in hex.
-    pub header: String,
-    /// Those octets decoded.
-    pub ddp: DdpInfo,
-    /// The RDMAP opcode name in them.
-    pub rdmap: &'static str,
+/// What the decoder does about missing octets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum GapAction {
+    /// Look for the next marker.
+    Resync,
+    /// Hunt for the next FPDU by its CRC.
+    Hunt,
+    /// This direction's decoding stops.
+    Stop,
+    /// Nothing was being decoded.
+    None,
 }
 
 /// Octets missing from the capture.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct GapInfo {
     /// TCP stream offset of the first missing octet.
     pub offset: u64,
     /// How many are missing.
     pub octets: u64,
-    /// What the decoder does about it: `"resync"` (with markers),
-    /// `"stop"`, or `"none"` (nothing was being decoded).
-    pub action: &'static str,
+    /// What the decoder does about it.
+    pub action: GapAction,
+}
+
+/// How framing was found again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "method", rename_all = "snake_case")
+)]
+pub enum ResyncMethod {
+    /// A marker's FPDUPTR pointed at an FPDU.
+    Marker {
+        /// Stream offset of the marker.
+        marker: u64,
+        /// Its FPDUPTR.
+        pointer: u16,
+    },
+    /// Two FPDUs in a row whose CRCs match (RFC 5044 §4.3's CRC as a
+    /// boundary test).
+    Crc {
+        /// Candidate offsets tried.
+        candidates: u64,
+    },
 }
 
 /// Framing found again.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ResyncInfo {
     /// Stream offset (from the start of framing) of the PDU decoding
     /// resumes at.
     pub offset: u64,
-    /// Octets skipped to get there.
+    /// Octets skipped to get there (captured and not).
     pub skipped: u64,
     /// How it was found.
-    pub method: String,
-}
-
-/// How much a note matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Level {
-    /// A decision or a fact.
-    Info,
-    /// Something odd that decoding survived.
-    Warning,
-    /// A protocol error in the traffic, or decoding had to stop.
-    Error,
-}
-
-/// A free-form note.
-#[derive(Debug, Clone, Serialize)]
-pub struct NoteInfo {
-    /// How much it matters.
-    pub level: Level,
-    /// What it says.
-    pub message: String,
-}
-
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-/// An STag as people write it: `0x` and eight digits.
-pub fn stag(v: u32) -> String {
-    format!("{v:#010x}")
-}
-
-/// A tagged offset: `0x` and the digits it needs.
-pub fn hex_value(v: u64) -> String {
-    format!("{v:#x}")
-}
-
-/// A CRC32c value: `0x` and eight digits.
-pub fn crc_value(v: u32) -> String {
-    format!("{v:#010x}")
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub method: ResyncMethod,
 }

@@ -15,9 +15,12 @@
 //!   reported with both CRC values.
 //! - **Marker error**: the length and the marker disagree, so neither can
 //!   be trusted; decoding resynchronises on the next marker (below).
-//! - **Octets missing from the capture**: with markers, resynchronise;
-//!   without, stop (there is nothing in an MPA stream without markers that
-//!   says where an FPDU begins).
+//! - **Octets missing from the capture**: with markers, resynchronise on
+//!   them; without markers but with CRC, hunt for the next FPDU by its CRC
+//!   ([`crate::hunt`]); with neither, stop (nothing in the stream says
+//!   where an FPDU begins).
+//! - **No startup seen and the first octets fail the CRC** (the capture
+//!   began inside an FPDU): hunt, as after a gap.
 //!
 //! Resynchronising (draft-ietf-rddp-mpa-01 §5.1, the reason markers exist):
 //! at each marker position after the damage, the FPDUPTR points back to
@@ -29,39 +32,19 @@ use iwarp_proto::mpa::{
     crc, fpdu, marker, FpduReceiver, FramingEvent, FramingParams, MpaError, Next,
 };
 
-use super::event::{
-    crc_value, CrcInfo, CrcStatus, Event, GapInfo, Level, MarkerInfo, NoteInfo, PduInfo, ResyncInfo,
+use crate::event::{
+    CrcInfo, CrcStatus, CrcUse, Event, FramingKind, GapAction, GapInfo, MarkerInfo, PduError,
+    PduInfo, ResyncInfo, ResyncMethod,
 };
-use super::ulpdu::{interpret, HEAD};
+use crate::hunt::{boundary_at, Verdict};
+use crate::note::Note;
+use crate::ulpdu::{interpret, HEAD};
 
 /// How this direction treats the CRC field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CrcMode {
-    /// Negotiated on: checked.
-    On,
-    /// Negotiated off: the field is there and means nothing.
-    Off,
-    /// On the wire but not checked (`--no-crc-check`).
-    Unchecked,
-    /// Not known (no startup seen): checked; if the first FPDU fails with
-    /// a zero CRC field, CRC is taken as off from then on.
-    Auto,
-}
+pub type CrcMode = CrcUse;
 
-impl CrcMode {
-    /// The word for it in reports.
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::On => "on",
-            Self::Off => "off",
-            Self::Unchecked => "unchecked",
-            Self::Auto => "auto",
-        }
-    }
-
-    fn checks(self) -> bool {
-        matches!(self, Self::On | Self::Auto)
-    }
+fn checks(crc: CrcMode) -> bool {
+    matches!(crc, CrcMode::On | CrcMode::Auto)
 }
 
 /// Most octets kept while searching for a marker to resynchronise on:
@@ -72,8 +55,12 @@ const RESYNC_LOOKBACK: u64 = 65536 + 2 * marker::MARKER_INTERVAL;
 enum State {
     /// Deframing.
     Running,
-    /// Looking for an FPDU boundary at or after this stream offset.
+    /// Looking for an FPDU boundary at or after this stream offset, by
+    /// the markers.
     Resync { from: u64, lost_at: u64 },
+    /// Looking for an FPDU boundary at or after `from` by its CRC, having
+    /// tried `tried` offsets.
+    Hunt { from: u64, lost_at: u64, tried: u64 },
     /// Nothing more can be decoded.
     Stopped,
 }
@@ -97,6 +84,8 @@ pub struct MpaDirection {
     head: Vec<u8>,
     /// FPDUs reported so far (for the CRC auto-detection).
     pdus: u64,
+    /// No more octets will come (the hunt may take a last FPDU alone).
+    at_end: bool,
 }
 
 impl MpaDirection {
@@ -113,12 +102,13 @@ impl MpaDirection {
             ulpdu_len: 0,
             head: Vec::new(),
             pdus: 0,
+            at_end: false,
         }
     }
 
     fn params(markers: bool, crc: CrcMode) -> FramingParams {
         FramingParams {
-            crc: crc.checks(),
+            crc: checks(crc),
             send_markers: false,
             receive_markers: markers,
         }
@@ -141,78 +131,78 @@ impl MpaDirection {
     /// `missing` octets were not captured here.
     pub fn gap(&mut self, tcp_offset: u64, missing: u64, events: &mut Vec<Event>) {
         let end = self.buf_offset + self.buf.len() as u64;
-        match self.state {
-            State::Stopped => {}
-            _ if !self.markers => {
-                events.push(Event::Gap(GapInfo {
-                    offset: tcp_offset,
-                    octets: missing,
-                    action: "stop",
-                }));
-                events.push(note(
-                    Level::Error,
-                    format!(
-                        "{missing} octets missing from the capture at stream offset {end}: \
-                         without markers nothing says where the next FPDU starts, \
-                         so decoding of this direction stops"
-                    ),
-                ));
-                self.state = State::Stopped;
-            }
-            State::Running | State::Resync { .. } => {
-                events.push(Event::Gap(GapInfo {
-                    offset: tcp_offset,
-                    octets: missing,
-                    action: "resync",
-                }));
-                if let State::Running = self.state {
-                    if !self.rx.at_fpdu_boundary() || self.fed < self.buf.len() {
-                        events.push(note(
-                            Level::Warning,
-                            format!(
-                                "the FPDU at stream offset {} is incomplete: \
-                                 octets from {end} on were not captured",
-                                self.buf_offset
-                            ),
-                        ));
-                    }
-                }
-                let lost_at = match self.state {
-                    State::Resync { lost_at, .. } => lost_at,
-                    _ => end,
-                };
-                let after = end + missing;
-                self.state = State::Resync {
-                    from: after,
-                    lost_at,
-                };
-                self.buf.clear();
-                self.buf_offset = after;
-                self.fed = 0;
-            }
+        let action = if self.markers {
+            GapAction::Resync
+        } else if checks(self.crc) {
+            GapAction::Hunt
+        } else {
+            GapAction::Stop
+        };
+        if self.state == State::Stopped {
+            return;
         }
+        events.push(Event::Gap(GapInfo {
+            offset: tcp_offset,
+            octets: missing,
+            action,
+        }));
+        if action == GapAction::Stop {
+            events.push(Event::Note(Note::GapStops { missing, at: end }));
+            self.state = State::Stopped;
+            return;
+        }
+        if self.state == State::Running
+            && (!self.rx.at_fpdu_boundary() || self.fed < self.buf.len())
+        {
+            events.push(Event::Note(Note::CutByGap {
+                framing: "FPDU",
+                start: self.buf_offset,
+                at: end,
+            }));
+        }
+        let lost_at = match self.state {
+            State::Resync { lost_at, .. } | State::Hunt { lost_at, .. } => lost_at,
+            _ => end,
+        };
+        let from = end + missing;
+        self.state = match action {
+            GapAction::Resync => State::Resync { from, lost_at },
+            _ => State::Hunt {
+                from,
+                lost_at,
+                tried: 0,
+            },
+        };
+        self.buf.clear();
+        self.buf_offset = from;
+        self.fed = 0;
     }
 
     /// The end of the capture.
     pub fn finish(&mut self, events: &mut Vec<Event>) {
+        if let State::Hunt {
+            from,
+            lost_at,
+            tried,
+        } = self.state
+        {
+            // Nothing more will come: a last FPDU alone will do.
+            self.at_end = true;
+            if self.hunt(from, lost_at, tried, events) {
+                self.run(events);
+            }
+        }
         match self.state {
             State::Running if self.fed < self.buf.len() || !self.rx.at_fpdu_boundary() => {
-                events.push(note(
-                    Level::Warning,
-                    format!(
-                        "the capture ends inside the FPDU at stream offset {} \
-                         ({} octets of it captured)",
-                        self.buf_offset,
-                        self.buf.len()
-                    ),
-                ));
+                events.push(Event::Note(Note::EndsInside {
+                    framing: "FPDU",
+                    start: self.buf_offset,
+                    captured: self.buf.len(),
+                }));
             }
-            State::Resync { lost_at, .. } => events.push(note(
-                Level::Warning,
-                format!(
-                    "the capture ends before framing was found again after stream offset {lost_at}"
-                ),
-            )),
+            State::Resync { lost_at, .. } | State::Hunt { lost_at, .. } => {
+                events.push(Event::Note(Note::EndsUnsynchronised(lost_at)));
+            }
             _ => {}
         }
         self.state = State::Stopped;
@@ -224,6 +214,15 @@ impl MpaDirection {
                 State::Stopped => return,
                 State::Resync { from, lost_at } => {
                     if !self.resync(from, lost_at, events) {
+                        return;
+                    }
+                }
+                State::Hunt {
+                    from,
+                    lost_at,
+                    tried,
+                } => {
+                    if !self.hunt(from, lost_at, tried, events) {
                         return;
                     }
                 }
@@ -285,19 +284,16 @@ impl MpaDirection {
                                     CrcMode::Unchecked => CrcStatus::Unchecked,
                                     CrcMode::Auto => {
                                         self.crc = CrcMode::On;
-                                        events.push(note(
-                                            Level::Info,
-                                            "the first FPDU's CRC is correct: CRC is in use".into(),
-                                        ));
+                                        events.push(Event::Note(Note::CrcDetectedOn));
                                         CrcStatus::Ok
                                     }
                                 };
                                 let crc = CrcInfo {
                                     status,
-                                    received: Some(crc_value(self.crc_field())),
+                                    received: Some(self.crc_field()),
                                     computed: None,
                                 };
-                                self.report(crc, Vec::new(), events);
+                                self.report(crc, None, events);
                             }
                             None => {}
                         }
@@ -326,37 +322,45 @@ impl MpaDirection {
             MpaError::Crc {
                 computed, received, ..
             } => {
-                let crc = if self.crc == CrcMode::Auto && self.pdus == 0 && received == 0 {
+                if self.crc == CrcMode::Auto && self.pdus == 0 && received != 0 {
+                    // No startup was seen and the first octets are not an
+                    // FPDU with a valid CRC: the capture began inside one.
+                    events.push(Event::Note(Note::NotAtBoundary));
+                    self.state = State::Hunt {
+                        from: self.buf_offset + 1,
+                        lost_at: self.buf_offset,
+                        tried: 0,
+                    };
+                    self.fed = 0;
+                    return;
+                }
+                let (crc, error) = if self.crc == CrcMode::Auto && self.pdus == 0 {
                     // A zero CRC field on the first FPDU: the sender does
                     // not compute CRCs (what siw sends when CRC is off).
                     self.crc = CrcMode::Off;
-                    events.push(note(
-                        Level::Info,
-                        "the first FPDU's CRC field is zero: CRC taken as not in use".into(),
-                    ));
-                    CrcInfo {
-                        status: CrcStatus::Off,
-                        received: Some(crc_value(0)),
-                        computed: None,
-                    }
+                    events.push(Event::Note(Note::CrcDetectedOff));
+                    (
+                        CrcInfo {
+                            status: CrcStatus::Off,
+                            received: Some(0),
+                            computed: None,
+                        },
+                        None,
+                    )
                 } else {
                     if self.crc == CrcMode::Auto {
                         self.crc = CrcMode::On;
                     }
-                    CrcInfo {
-                        status: CrcStatus::Bad,
-                        received: Some(crc_value(received)),
-                        computed: Some(crc_value(computed)),
-                    }
+                    (
+                        CrcInfo {
+                            status: CrcStatus::Bad,
+                            received: Some(received),
+                            computed: Some(computed),
+                        },
+                        Some(PduError::Crc { computed, received }),
+                    )
                 };
-                let errors = if crc.status == CrcStatus::Bad {
-                    vec![format!(
-                        "CRC error: computed {computed:#010x}, received {received:#010x}"
-                    )]
-                } else {
-                    Vec::new()
-                };
-                self.report(crc, errors, events);
+                self.report(crc, error, events);
                 // The length still delimits the FPDU: go on after it.
                 let offset = self.rx.offset();
                 self.rx = FpduReceiver::at_offset(Self::params(self.markers, self.crc), offset);
@@ -366,15 +370,12 @@ impl MpaDirection {
                 expected,
                 found,
             } => {
-                events.push(note(
-                    Level::Error,
-                    format!(
-                        "marker at stream offset {marker_offset} has FPDUPTR {found:#06x}, but \
-                         the FPDU at stream offset {} puts it at {expected:#06x}: framing lost, \
-                         looking for the next marker",
-                        self.buf_offset
-                    ),
-                ));
+                events.push(Event::Note(Note::MarkerMismatch {
+                    marker: marker_offset,
+                    found,
+                    expected,
+                    fpdu: self.buf_offset,
+                }));
                 let from = marker_offset + marker::MARKER_LEN as u64;
                 self.state = State::Resync {
                     from,
@@ -385,7 +386,7 @@ impl MpaDirection {
     }
 
     /// Reports the FPDU that occupies `buf[..fed]`.
-    fn report(&mut self, crc: CrcInfo, mut errors: Vec<String>, events: &mut Vec<Event>) {
+    fn report(&mut self, crc: CrcInfo, error: Option<PduError>, events: &mut Vec<Event>) {
         self.pdus += 1;
         let raw = &self.buf[..self.fed];
         let mut markers = Vec::new();
@@ -403,13 +404,13 @@ impl MpaDirection {
                 at += marker::MARKER_INTERVAL;
             }
         }
-        let interpreted = interpret(&self.head, self.ulpdu_len, true);
-        // A header damaged in transit shows as the CRC error it is; its
-        // own complaints are noise then (as in the stack, see
+        // A header damaged in transit shows as the CRC error it is, first;
+        // its own complaints are noise then (as in the stack, see
         // `iwarp_proto::framing`), but still worth a look.
-        errors.extend(interpreted.errors);
-        events.push(Event::Pdu(Box::new(PduInfo {
-            framing: "mpa",
+        let mut errors: Vec<PduError> = error.into_iter().collect();
+        let interpreted = interpret(&self.head, self.ulpdu_len, true, &mut errors);
+        events.push(Event::Pdu(PduInfo {
+            framing: FramingKind::Mpa,
             offset: self.buf_offset,
             wire_len: raw.len() as u64,
             ulpdu_len: self.ulpdu_len,
@@ -417,13 +418,67 @@ impl MpaDirection {
             header_crc: None,
             vtag: None,
             markers,
-            ddp: interpreted.ddp,
-            rdmap: interpreted.rdmap,
+            segment: interpreted.segment,
+            rdma: true,
             payload_len: interpreted.payload_len,
             payload: interpreted.payload,
             errors,
-        })));
+        }));
         self.head.clear();
+    }
+
+    /// Hunts for an FPDU boundary at or after `from` by its CRC
+    /// ([`crate::hunt`]); true once decoding can go on.
+    fn hunt(&mut self, from: u64, lost_at: u64, mut tried: u64, events: &mut Vec<Event>) -> bool {
+        let mut at = from.max(self.buf_offset);
+        loop {
+            let i = usize::try_from(at - self.buf_offset).unwrap_or(usize::MAX);
+            let Some(rest) = self.buf.get(i..) else {
+                self.wait_hunting(at, lost_at, tried);
+                return false;
+            };
+            match boundary_at(rest, self.at_end) {
+                Verdict::NeedMore => {
+                    self.wait_hunting(at, lost_at, tried);
+                    return false;
+                }
+                Verdict::NotFpdu => {
+                    at += 1;
+                    tried += 1;
+                }
+                Verdict::Fpdu(_) => {
+                    self.buf.drain(..i);
+                    self.buf_offset = at;
+                    self.fed = 0;
+                    self.head.clear();
+                    if self.crc == CrcMode::Auto {
+                        self.crc = CrcMode::On;
+                    }
+                    self.rx = FpduReceiver::at_offset(Self::params(self.markers, self.crc), at);
+                    self.state = State::Running;
+                    events.push(Event::Resync(ResyncInfo {
+                        offset: at,
+                        skipped: at.saturating_sub(lost_at),
+                        method: ResyncMethod::Crc {
+                            candidates: tried + 1,
+                        },
+                    }));
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Keeps only the octets from `at` on while the hunt waits for more.
+    fn wait_hunting(&mut self, at: u64, lost_at: u64, tried: u64) {
+        let drop = usize::try_from(at - self.buf_offset).unwrap_or(usize::MAX);
+        self.buf.drain(..drop.min(self.buf.len()));
+        self.buf_offset = at;
+        self.state = State::Hunt {
+            from: at,
+            lost_at,
+            tried,
+        };
     }
 
     /// Looks for an FPDU boundary at or after `from` using the markers;
@@ -473,7 +528,10 @@ impl MpaDirection {
                     events.push(Event::Resync(ResyncInfo {
                         offset: start,
                         skipped: start.saturating_sub(lost_at),
-                        method: format!("marker at stream offset {at} (FPDUPTR {ptr:#06x})"),
+                        method: ResyncMethod::Marker {
+                            marker: at,
+                            pointer: ptr as u16,
+                        },
                     }));
                     return true;
                 }
@@ -484,6 +542,3 @@ impl MpaDirection {
     }
 }
 
-fn note(level: Level, message: String) -> Event {
-    Event::Note(NoteInfo { level, message })
-}

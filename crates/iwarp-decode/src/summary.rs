@@ -1,19 +1,21 @@
-//! The summary printed at the end: connections, PDUs per type, octets per
-//! direction, errors found.
+//! The summary at the end: connections, PDUs per type, octets per
+//! direction, errors found, and each connection's operations.
 //!
-//! It is counted from the very events that were printed ([`Tally`]), so it
-//! always agrees with the lines above it.
+//! It is counted from the very events that were reported ([`Tally`]), so it
+//! always agrees with them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::net::SocketAddr;
 
-use serde::Serialize;
-
-use super::event::{CrcStatus, Event, Level};
-use super::tcp::ReassemblyStats;
+use crate::event::{Event, MessageKind, StartupKind};
+use crate::note::Level;
+use crate::ops::OperationSummary;
+use crate::tcp::ReassemblyStats;
 
 /// Counters of one direction of a connection.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DirectionSummary {
     /// Sender.
     pub src: Option<SocketAddr>,
@@ -25,12 +27,81 @@ pub struct DirectionSummary {
     pub startup: u64,
     /// Framed PDUs.
     pub pdus: u64,
-    /// Errors found (PDUs with errors, error notes, gaps).
+    /// Errors found (PDUs with errors, error notes, gaps, findings).
     pub errors: u64,
 }
 
+/// What a connection's startup settled, for the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "kind", rename_all = "snake_case")
+)]
+pub enum ConnectionFraming {
+    /// MPA, settled from the Request and Reply.
+    Mpa {
+        /// The revision in use.
+        revision: u8,
+        /// CRC both ways.
+        crc: bool,
+        /// Markers in what the initiator receives.
+        markers_to_initiator: bool,
+        /// Markers in what the responder receives.
+        markers_to_responder: bool,
+        /// The options overrode CRC checking or markers.
+        overridden: bool,
+    },
+    /// The Reply rejected the connection.
+    MpaRejected {
+        /// The Reply's revision.
+        revision: u8,
+    },
+    /// IFT, settled from the two Adaption Indications.
+    Ift {
+        /// RDMA mode (else DDP mode).
+        rdma: bool,
+    },
+    /// No startup seen; MPA assumed because the options named it.
+    Assumed,
+    /// A startup was seen but never settled.
+    NotSettled,
+}
+
+impl fmt::Display for ConnectionFraming {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Mpa {
+                revision,
+                crc,
+                markers_to_initiator,
+                markers_to_responder,
+                overridden,
+            } => {
+                let markers = match (markers_to_responder, markers_to_initiator) {
+                    (false, false) => "no markers",
+                    (true, true) => "markers both ways",
+                    (true, false) => "markers to the responder only",
+                    (false, true) => "markers to the initiator only",
+                };
+                let crc = if crc { "on" } else { "off" };
+                write!(f, "MPA rev {revision}, CRC {crc}, {markers}")?;
+                if overridden {
+                    f.write_str(" (overridden on the command line)")?;
+                }
+                Ok(())
+            }
+            Self::MpaRejected { revision } => write!(f, "MPA rev {revision}, rejected"),
+            Self::Ift { rdma } => write!(f, "IFT, {} mode", if rdma { "RDMA" } else { "DDP" }),
+            Self::Assumed => f.write_str("MPA assumed (no startup seen)"),
+            Self::NotSettled => f.write_str("startup not settled"),
+        }
+    }
+}
+
 /// One connection.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ConnectionSummary {
     /// Its number.
     pub id: usize,
@@ -38,14 +109,17 @@ pub struct ConnectionSummary {
     pub client: SocketAddr,
     /// The server.
     pub server: SocketAddr,
-    /// Its framing, in words.
-    pub framing: String,
+    /// Its framing.
+    pub framing: ConnectionFraming,
     /// Client to server, then server to client.
     pub directions: [DirectionSummary; 2],
+    /// Its RDMA operations.
+    pub operations: OperationSummary,
 }
 
 /// Errors by kind.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ErrorCounts {
     /// PDUs whose CRC was wrong.
     pub crc: u64,
@@ -56,35 +130,39 @@ pub struct ErrorCounts {
     pub framing: u64,
     /// Holes in the capture.
     pub gaps: u64,
+    /// Stateful checks that failed.
+    pub findings: u64,
 }
 
 impl ErrorCounts {
     /// All of them.
     pub fn total(&self) -> u64 {
-        self.crc + self.header + self.framing + self.gaps
+        self.crc + self.header + self.framing + self.gaps + self.findings
     }
 }
 
 /// The whole summary.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Summary {
     /// Frames read from the capture.
     pub frames: u64,
     /// Frames that held a TCP segment.
     pub tcp_segments: u64,
     /// Frames skipped, by reason.
-    pub skipped: BTreeMap<&'static str, u64>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::ser::display_map")
+    )]
+    pub skipped: BTreeMap<crate::packet::Skip, u64>,
     /// iWARP connections decoded.
     pub connections: Vec<ConnectionSummary>,
     /// TCP connections without an MPA/IFT startup, not decoded.
     pub not_decoded: u64,
-    /// PDUs by message type (startup frames included).
+    /// PDUs by message type (startup frames included), by name.
     pub pdus: BTreeMap<String, u64>,
     /// Errors found in the traffic.
     pub errors: ErrorCounts,
-    /// Why the capture could not be read to its end, if it could not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capture_error: Option<String>,
 }
 
 /// Counts events as they are reported.
@@ -93,24 +171,29 @@ pub struct Tally {
     /// Per connection id: per direction counters.
     pub directions: BTreeMap<usize, [DirectionSummary; 2]>,
     /// PDUs by type.
-    pub pdus: BTreeMap<String, u64>,
+    pub pdus: HashMap<MessageKind, u64>,
     /// Errors by kind.
     pub errors: ErrorCounts,
 }
 
 impl Tally {
+    /// The PDU counts by name, in order.
+    pub fn pdus_by_name(&self) -> BTreeMap<String, u64> {
+        self.pdus.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
     /// Counts one event of connection `id`, direction `dir`.
     pub fn observe(&mut self, id: usize, dir: usize, event: &Event) {
         let d = &mut self.directions.entry(id).or_default()[dir % 2];
         match event {
             Event::MpaStartup(f) => {
                 d.startup += 1;
-                let name = match f.kind {
-                    "request" => "MPA Request",
-                    "reply" => "MPA Reply",
-                    _ => "MPA startup (invalid)",
+                let kind = match (f.kind, &f.error) {
+                    (_, Some(_)) | (StartupKind::Unknown, _) => MessageKind::MpaInvalid,
+                    (StartupKind::Request, None) => MessageKind::MpaRequest,
+                    (StartupKind::Reply, None) => MessageKind::MpaReply,
                 };
-                *self.pdus.entry(name.into()).or_default() += 1;
+                *self.pdus.entry(kind).or_default() += 1;
                 if f.error.is_some() {
                     d.errors += 1;
                     self.errors.framing += 1;
@@ -118,10 +201,7 @@ impl Tally {
             }
             Event::IftIndication(i) => {
                 d.startup += 1;
-                *self
-                    .pdus
-                    .entry("IFT Adaption Indication".into())
-                    .or_default() += 1;
+                *self.pdus.entry(MessageKind::IftIndication).or_default() += 1;
                 if i.error.is_some() {
                     d.errors += 1;
                     self.errors.framing += 1;
@@ -129,18 +209,9 @@ impl Tally {
             }
             Event::Pdu(p) => {
                 d.pdus += 1;
-                let kind = match (&p.rdmap, &p.ddp) {
-                    (Some(r), _) => r.name.to_string(),
-                    (None, Some(super::event::DdpInfo::Tagged { .. })) => "DDP tagged".into(),
-                    (None, Some(super::event::DdpInfo::Untagged { .. })) => "DDP untagged".into(),
-                    (None, None) => "malformed".into(),
-                };
-                *self.pdus.entry(kind).or_default() += 1;
-                let bad_crc = p.crc.status == CrcStatus::Bad
-                    || p.header_crc
-                        .as_ref()
-                        .is_some_and(|c| c.status == CrcStatus::Bad);
-                let header_errors = p.errors.len() > usize::from(bad_crc);
+                *self.pdus.entry(p.message_kind()).or_default() += 1;
+                let bad_crc = p.crc_bad();
+                let header_errors = p.errors.iter().any(|e| !e.is_crc());
                 if bad_crc {
                     self.errors.crc += 1;
                 }
@@ -155,11 +226,19 @@ impl Tally {
                 d.errors += 1;
                 self.errors.gaps += 1;
             }
-            Event::Note(n) if n.level == Level::Error => {
+            Event::Note(n) if n.level() == Level::Error => {
                 d.errors += 1;
                 self.errors.framing += 1;
             }
-            Event::Framing(_) | Event::Resync(_) | Event::Note(_) => {}
+            Event::Finding(f) if f.level() == Level::Error => {
+                d.errors += 1;
+                self.errors.findings += 1;
+            }
+            Event::Framing(_)
+            | Event::Resync(_)
+            | Event::Note(_)
+            | Event::Finding(_)
+            | Event::Operation(_) => {}
         }
     }
 }

@@ -41,7 +41,8 @@ pub enum Chunk<'a> {
 }
 
 /// Counters of one direction's reassembly.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ReassemblyStats {
     /// Segments carrying payload.
     pub segments: u64,
