@@ -9,10 +9,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::capture::{Tcp, C2S, S2C};
+use common::capture::{tagged, untagged, Framer, Tcp, C2S, S2C};
 use common::{hex, output_bounded, BIN};
 use iwarp_proto::framing::WireBatch;
-use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 use serde_json::Value;
 
 /// rping over siw's MPA Request (siw-observed.md, "siw as initiator"):
@@ -96,59 +95,6 @@ fn summary(records: &[Value]) -> &Value {
         .last()
         .filter(|r| r["type"] == "summary")
         .expect("summary last")
-}
-
-/// Frames ULPDUs as MPA FPDUs, keeping the stream offset (for markers).
-struct Framer {
-    tx: FpduTransmitter,
-}
-
-impl Framer {
-    fn new(crc: bool, markers: bool) -> Self {
-        Self {
-            tx: FpduTransmitter::new(FramingParams {
-                crc,
-                send_markers: markers,
-                receive_markers: false,
-            }),
-        }
-    }
-
-    fn fpdu(&mut self, ulpdu: &[u8]) -> Vec<u8> {
-        let mut batch = WireBatch::new();
-        self.tx.frame(&[ulpdu], &mut batch).expect("frame");
-        let mut out = Vec::new();
-        batch.write_to(&[ulpdu], &mut out);
-        out
-    }
-}
-
-/// An untagged ULPDU: DDP control, RDMAP control, RsvdULP word, QN, MSN,
-/// MO, payload.
-fn untagged(
-    last: bool,
-    opcode: u8,
-    word: u32,
-    qn: u32,
-    msn: u32,
-    mo: u32,
-    payload: &[u8],
-) -> Vec<u8> {
-    let mut u = vec![if last { 0x41 } else { 0x01 }, 0x40 | opcode];
-    for v in [word, qn, msn, mo] {
-        u.extend_from_slice(&v.to_be_bytes());
-    }
-    u.extend_from_slice(payload);
-    u
-}
-
-/// A tagged ULPDU: DDP control, RDMAP control, STag, TO, payload.
-fn tagged(last: bool, opcode: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
-    let mut u = vec![if last { 0xc1 } else { 0x81 }, 0x40 | opcode];
-    u.extend_from_slice(&stag.to_be_bytes());
-    u.extend_from_slice(&to.to_be_bytes());
-    u.extend_from_slice(payload);
-    u
 }
 
 /// The rping startup and first Send, as siw and our server exchange them.
@@ -243,7 +189,10 @@ fn siw_rping_with_crc_checks_siws_own_crc() {
     assert_eq!(p["crc"]["received"], "0x65360fba");
     assert_eq!(p["payload"], "0000562e4da7b530e54e580000000020");
     let framing = &summary(&r)["connections"][0]["framing"];
-    assert_eq!((framing["kind"].as_str(), framing["crc"].as_bool()), (Some("mpa"), Some(true)));
+    assert_eq!(
+        (framing["kind"].as_str(), framing["crc"].as_bool()),
+        (Some("mpa"), Some(true))
+    );
 }
 
 #[test]

@@ -140,7 +140,9 @@ pub enum FindingKind {
     },
     /// The Response's TO is not where the Request's sink, so far filled,
     /// continues.
-    #[error("RDMA Read Response at TO {got:#x}, but the Read Request's sink continues at {expected:#x}")]
+    #[error(
+        "RDMA Read Response at TO {got:#x}, but the Read Request's sink continues at {expected:#x}"
+    )]
     ReadResponseTo {
         /// Where it should be.
         #[cfg_attr(feature = "serde", serde(serialize_with = "crate::ser::to"))]
@@ -188,7 +190,9 @@ pub enum FindingKind {
     #[error("{0} PDUs after this end sent a Terminate")]
     AfterTerminate(u64),
     /// A message whose last segment never came.
-    #[error("{what} left incomplete: {octets} octets in {segments} segments, the last one never seen")]
+    #[error(
+        "{what} left incomplete: {octets} octets in {segments} segments, the last one never seen"
+    )]
     IncompleteMessage {
         /// Which message.
         what: MessageRef,

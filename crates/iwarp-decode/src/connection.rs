@@ -275,13 +275,10 @@ impl Connection {
                     (req_dir, initiator),
                     (1 - req_dir, observed.responder_framing()),
                 ] {
-                    let max_reads = observed.ird_ord.map(|(i, r)| {
-                        if dir == req_dir {
-                            i.ord
-                        } else {
-                            r.ord
-                        }
-                    });
+                    let max_reads =
+                        observed
+                            .ird_ord
+                            .map(|(i, r)| if dir == req_dir { i.ord } else { r.ord });
                     let (crc, markers, mut how) = overrides(
                         opts,
                         Some(framing.crc),

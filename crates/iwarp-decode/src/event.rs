@@ -434,9 +434,7 @@ impl PduInfo {
     /// Whether the CRC (or IFT header CRC) was checked and wrong.
     pub fn crc_bad(&self) -> bool {
         self.crc.status == CrcStatus::Bad
-            || self
-                .header_crc
-                .is_some_and(|c| c.status == CrcStatus::Bad)
+            || self.header_crc.is_some_and(|c| c.status == CrcStatus::Bad)
     }
 
     /// What to count it as in the summary.

@@ -80,7 +80,9 @@ mod tests {
         let mut wire = Vec::new();
         let mut starts = Vec::new();
         for i in 0..n {
-            let mut u = vec![0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, i as u8, 0, 0, 0, 0];
+            let mut u = vec![
+                0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, i as u8, 0, 0, 0, 0,
+            ];
             u.extend(std::iter::repeat_n(i as u8, 37 * i + 5));
             starts.push(wire.len());
             let mut batch = WireBatch::new();

@@ -27,7 +27,7 @@
 //!         }
 //!     }
 //! }
-//! let (records, summary) = decoder.finish(None);
+//! let (records, summary) = decoder.finish();
 //! println!("{} records at the end, {} connections", records.len(), summary.connections.len());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

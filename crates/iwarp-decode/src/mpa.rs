@@ -541,4 +541,3 @@ impl MpaDirection {
         }
     }
 }
-

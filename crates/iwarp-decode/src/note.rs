@@ -33,13 +33,17 @@ pub enum Note {
     #[error("the other end sent a startup, this one opens with {} instead: not decoded", crate::hex(.0))]
     UnexpectedOpening(Vec<u8>),
     /// The Reply has R set.
-    #[error("the responder rejected the connection (R set): MPA is over, nothing further is decoded")]
+    #[error(
+        "the responder rejected the connection (R set): MPA is over, nothing further is decoded"
+    )]
     Rejected,
     /// The two indications cannot be settled.
     #[error("the Adaption Indications do not agree ({0}): the connection would be closed")]
     IndicationsDisagree(iwarp_proto::ift::NegotiationError),
     /// A startup frame or indication is invalid.
-    #[error("invalid startup: the receiving end closes the connection; nothing further is decoded")]
+    #[error(
+        "invalid startup: the receiving end closes the connection; nothing further is decoded"
+    )]
     InvalidStartup,
     /// Two Requests, two Replies, or MPA against IFT.
     #[error(

@@ -14,8 +14,6 @@ use iwarp_proto::rdmap::pretty::{layer_name, Pdu};
 use iwarp_proto::rdmap::{ReadRequest, TerminateMessage};
 use serde::ser::{SerializeMap, Serializer};
 
-
-
 pub fn bytes<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&hex(b))
 }
@@ -26,8 +24,6 @@ pub fn display_opt<S: Serializer, T: Display>(v: &Option<T>, s: S) -> Result<S::
         None => s.serialize_none(),
     }
 }
-
-
 
 pub fn crc_opt<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
     match v {
@@ -50,7 +46,6 @@ pub fn stag_opt<S: Serializer>(
 pub fn to<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&format_args!("{v:#x}"))
 }
-
 
 /// A DDP header's fields, `"model"` naming the buffer model.
 fn header_entries<M: SerializeMap>(m: &mut M, h: &SegmentHeader, dv: u8) -> Result<(), M::Error> {
@@ -90,7 +85,6 @@ impl serde::Serialize for ReadRequestJson<'_> {
     }
 }
 
-
 /// A Terminate: layer, type, code, the error in words, the header copies.
 struct TerminateJson<'a>(&'a TerminateMessage);
 
@@ -120,11 +114,7 @@ impl serde::Serialize for TerminateJson<'_> {
 }
 
 /// The DDP header copied into a Terminate.
-struct CopyJson<'a>(
-    &'a iwarp_proto::rdmap::TerminatedDdp,
-    &'a SegmentHeader,
-    u8,
-);
+struct CopyJson<'a>(&'a iwarp_proto::rdmap::TerminatedDdp, &'a SegmentHeader, u8);
 
 impl serde::Serialize for CopyJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

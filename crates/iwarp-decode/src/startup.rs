@@ -152,7 +152,8 @@ fn frame_info<T: AsRef<[u8]>>(
         revision: view.revision(),
         pd_length: view.pd_length(),
         enhanced,
-        private_data: repr.map_or_else(|| view.private_data().to_vec(), |r| r.private_data.to_vec()),
+        private_data: repr
+            .map_or_else(|| view.private_data().to_vec(), |r| r.private_data.to_vec()),
         error,
     }
 }

@@ -150,10 +150,7 @@ pub struct Summary {
     /// Frames that held a TCP segment.
     pub tcp_segments: u64,
     /// Frames skipped, by reason.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::ser::display_map")
-    )]
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::ser::display_map"))]
     pub skipped: BTreeMap<crate::packet::Skip, u64>,
     /// iWARP connections decoded.
     pub connections: Vec<ConnectionSummary>,

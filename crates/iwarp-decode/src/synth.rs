@@ -224,3 +224,82 @@ impl Tcp {
         w.into_inner()
     }
 }
+
+/// Frames ULPDUs as MPA FPDUs with the stack's own transmitter, keeping the
+/// stream offset (for markers).
+#[derive(Debug)]
+pub struct Framer {
+    tx: iwarp_proto::mpa::FpduTransmitter,
+}
+
+impl Framer {
+    /// A transmitter with CRC and markers on or off.
+    pub fn new(crc: bool, markers: bool) -> Self {
+        Self {
+            tx: iwarp_proto::mpa::FpduTransmitter::new(iwarp_proto::mpa::FramingParams {
+                crc,
+                send_markers: markers,
+                receive_markers: false,
+            }),
+        }
+    }
+
+    /// The FPDU carrying `ulpdu`.
+    ///
+    /// # Panics
+    ///
+    /// If `ulpdu` is longer than an FPDU holds.
+    pub fn fpdu(&mut self, ulpdu: &[u8]) -> Vec<u8> {
+        let mut batch = iwarp_proto::framing::WireBatch::new();
+        self.tx.frame(&[ulpdu], &mut batch).expect("frame");
+        let mut out = Vec::new();
+        batch.write_to(&[ulpdu], &mut out);
+        out
+    }
+}
+
+/// An untagged ULPDU: DDP control, RDMAP control with `opcode`, the
+/// RsvdULP word (Invalidate STag), QN, MSN, MO, payload.
+pub fn untagged(
+    last: bool,
+    opcode: u8,
+    word: u32,
+    qn: u32,
+    msn: u32,
+    mo: u32,
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut u = vec![if last { 0x41 } else { 0x01 }, 0x40 | opcode];
+    for v in [word, qn, msn, mo] {
+        u.extend_from_slice(&v.to_be_bytes());
+    }
+    u.extend_from_slice(payload);
+    u
+}
+
+/// A tagged ULPDU: DDP control, RDMAP control with `opcode`, STag, TO,
+/// payload.
+pub fn tagged(last: bool, opcode: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
+    let mut u = vec![if last { 0xc1 } else { 0x81 }, 0x40 | opcode];
+    u.extend_from_slice(&stag.to_be_bytes());
+    u.extend_from_slice(&to.to_be_bytes());
+    u.extend_from_slice(payload);
+    u
+}
+
+/// A Read Request's 28 octets.
+pub fn read_request(
+    sink_stag: u32,
+    sink_to: u64,
+    size: u32,
+    source_stag: u32,
+    source_to: u64,
+) -> Vec<u8> {
+    let mut rr = Vec::with_capacity(28);
+    rr.extend_from_slice(&sink_stag.to_be_bytes());
+    rr.extend_from_slice(&sink_to.to_be_bytes());
+    rr.extend_from_slice(&size.to_be_bytes());
+    rr.extend_from_slice(&source_stag.to_be_bytes());
+    rr.extend_from_slice(&source_to.to_be_bytes());
+    rr
+}

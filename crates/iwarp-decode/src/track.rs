@@ -325,7 +325,17 @@ impl Tracker {
             }
             op if op.is_send() => {
                 let kind = OperationKind::send(o.opcode, o.msn, o.invalidate);
-                self.operation(dir, kind, o.octets, o.segments, o.first_frame, o.start, !o.partial, time, out);
+                self.operation(
+                    dir,
+                    kind,
+                    o.octets,
+                    o.segments,
+                    o.first_frame,
+                    o.start,
+                    !o.partial,
+                    time,
+                    out,
+                );
             }
             _ => {}
         }
@@ -413,7 +423,17 @@ impl Tracker {
         w.segments += 1;
         if last {
             let kind = OperationKind::Write { stag, to: w.to };
-            self.operation(dir, kind, w.octets, w.segments, w.first_frame, w.start, true, time, out);
+            self.operation(
+                dir,
+                kind,
+                w.octets,
+                w.segments,
+                w.first_frame,
+                w.start,
+                true,
+                time,
+                out,
+            );
         } else {
             self.dirs[dir].write = Some(w);
         }
@@ -436,21 +456,32 @@ impl Tracker {
         let tolerant = requester.reads_uncertain;
         let Some(r) = requester.reads.front_mut() else {
             if !tolerant {
-                finding(out, dir, FindingKind::UnexpectedReadResponse { stag }, &[frame]);
+                finding(
+                    out,
+                    dir,
+                    FindingKind::UnexpectedReadResponse { stag },
+                    &[frame],
+                );
             }
             return;
         };
         if r.request.sink_stag != stag {
             if !tolerant {
-                let later = requester
+                let later = requester.reads.iter().any(|r| r.request.sink_stag == stag);
+                let expected = requester
                     .reads
-                    .iter()
-                    .any(|r| r.request.sink_stag == stag);
-                let expected = requester.reads.front().map_or(STag(0), |r| r.request.sink_stag);
+                    .front()
+                    .map_or(STag(0), |r| r.request.sink_stag);
                 let kind = if later {
-                    FindingKind::ReadResponseOutOfOrder { expected, got: stag }
+                    FindingKind::ReadResponseOutOfOrder {
+                        expected,
+                        got: stag,
+                    }
                 } else {
-                    FindingKind::ReadResponseStag { expected, got: stag }
+                    FindingKind::ReadResponseStag {
+                        expected,
+                        got: stag,
+                    }
                 };
                 let first = requester.reads.front().map_or(0, |r| r.frame);
                 finding(out, dir, kind, &[first, frame]);
@@ -491,7 +522,17 @@ impl Tracker {
             source_stag: r.request.source_stag,
             size: r.request.size,
         };
-        self.operation(1 - dir, kind, r.octets, r.segments, r.frame, r.time, true, time, out);
+        self.operation(
+            1 - dir,
+            kind,
+            r.octets,
+            r.segments,
+            r.frame,
+            r.time,
+            true,
+            time,
+            out,
+        );
     }
 
     /// A Terminate sent in `dir`: its copies name what the other direction
@@ -521,10 +562,7 @@ impl Tracker {
             }
         }
         if let Some(copy) = t.rdmap.as_ref().and_then(|r| ReadRequest::parse(r)) {
-            let seen = other
-                .recent
-                .iter()
-                .any(|s| s.read_request == Some(copy))
+            let seen = other.recent.iter().any(|s| s.read_request == Some(copy))
                 || other.reads.iter().any(|r| r.request == copy);
             if !seen {
                 finding(out, dir, FindingKind::TerminateReadUnmatched, &[frame]);
@@ -568,7 +606,10 @@ impl Tracker {
             }
             for q in 0..3 {
                 if let Some(o) = self.dirs[dir].open[q].take() {
-                    let what = MessageRef::Untagged { qn: q as u32, msn: o.msn };
+                    let what = MessageRef::Untagged {
+                        qn: q as u32,
+                        msn: o.msn,
+                    };
                     let kind = FindingKind::IncompleteMessage {
                         what,
                         octets: o.octets,
@@ -577,7 +618,17 @@ impl Tracker {
                     finding(out, dir, kind, &[o.first_frame]);
                     if o.opcode.is_send() {
                         let kind = OperationKind::send(o.opcode, o.msn, None);
-                        self.operation(dir, kind, o.octets, o.segments, o.first_frame, o.start, false, time, out);
+                        self.operation(
+                            dir,
+                            kind,
+                            o.octets,
+                            o.segments,
+                            o.first_frame,
+                            o.start,
+                            false,
+                            time,
+                            out,
+                        );
                     }
                 }
             }
@@ -588,8 +639,21 @@ impl Tracker {
                     segments: w.segments,
                 };
                 finding(out, dir, kind, &[w.first_frame]);
-                let kind = OperationKind::Write { stag: w.stag, to: w.to };
-                self.operation(dir, kind, w.octets, w.segments, w.first_frame, w.start, false, time, out);
+                let kind = OperationKind::Write {
+                    stag: w.stag,
+                    to: w.to,
+                };
+                self.operation(
+                    dir,
+                    kind,
+                    w.octets,
+                    w.segments,
+                    w.first_frame,
+                    w.start,
+                    false,
+                    time,
+                    out,
+                );
             }
             while let Some(r) = self.dirs[dir].reads.pop_front() {
                 let kind = FindingKind::UnansweredRead {
@@ -604,7 +668,9 @@ impl Tracker {
                     source_stag: r.request.source_stag,
                     size: r.request.size,
                 };
-                self.operation(dir, kind, r.octets, r.segments, r.frame, r.time, false, time, out);
+                self.operation(
+                    dir, kind, r.octets, r.segments, r.frame, r.time, false, time, out,
+                );
             }
         }
     }

@@ -17,8 +17,8 @@ use std::io::{self, Write};
 
 use iwarp_decode::checks::Finding;
 use iwarp_decode::event::{
-    Basis, CrcStatus, CrcUse, Event, FramingInfo, FramingKind, GapAction, IndicationInfo,
-    PduInfo, Record, ResyncMethod, StartupFrameInfo, StartupKind,
+    Basis, CrcStatus, CrcUse, Event, FramingInfo, FramingKind, GapAction, IndicationInfo, PduInfo,
+    Record, ResyncMethod, StartupFrameInfo, StartupKind,
 };
 use iwarp_decode::note::Level;
 use iwarp_decode::ops::{Operation, OperationKind, OperationSummary};
@@ -171,9 +171,8 @@ pub fn line(event: &Event) -> (&'static str, String) {
                 match r.method {
                     ResyncMethod::Marker { marker, pointer } =>
                         format!("the marker at stream offset {marker} (FPDUPTR {pointer:#06x})"),
-                    ResyncMethod::Crc { candidates } => format!(
-                        "two FPDUs in a row whose CRCs match ({candidates} offsets tried)"
-                    ),
+                    ResyncMethod::Crc { candidates } =>
+                        format!("two FPDUs in a row whose CRCs match ({candidates} offsets tried)"),
                 }
             ),
         ),
