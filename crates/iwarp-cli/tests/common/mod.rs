@@ -68,4 +68,5 @@ pub fn hex(s: &str) -> Vec<u8> {
 }
 
 /// Captures of hand-made TCP traffic.
+#[allow(unused_imports)] // only the decoder tests build captures
 pub use iwarp_decode::synth as capture;
