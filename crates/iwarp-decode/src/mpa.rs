@@ -47,6 +47,16 @@ fn checks(crc: CrcMode) -> bool {
     matches!(crc, CrcMode::On | CrcMode::Auto)
 }
 
+/// Keeps the last four octets of a stream in `tail` as `more` follows.
+fn roll(tail: &mut [u8; 4], more: &[u8]) {
+    if let Some(last) = more.last_chunk::<4>() {
+        *tail = *last;
+    } else {
+        tail.rotate_left(more.len());
+        tail[4 - more.len()..].copy_from_slice(more);
+    }
+}
+
 /// Most octets kept while searching for a marker to resynchronise on:
 /// an FPDUPTR reaches at most 65535 octets back.
 const RESYNC_LOOKBACK: u64 = 65536 + 2 * marker::MARKER_INTERVAL;
@@ -86,6 +96,13 @@ pub struct MpaDirection {
     pdus: u64,
     /// No more octets will come (the hunt may take a last FPDU alone).
     at_end: bool,
+    /// Octets go straight through the receiver, not kept in `buf`: the
+    /// current FPDU's raw length and last four octets are tracked instead.
+    direct: bool,
+    /// Direct: raw octets of the current FPDU so far.
+    raw_len: usize,
+    /// Direct: the last four raw octets (the CRC field, once it ends).
+    tail: [u8; 4],
 }
 
 impl MpaDirection {
@@ -103,6 +120,9 @@ impl MpaDirection {
             head: Vec::new(),
             pdus: 0,
             at_end: false,
+            direct: false,
+            raw_len: 0,
+            tail: [0; 4],
         }
     }
 
@@ -124,13 +144,124 @@ impl MpaDirection {
         if self.state == State::Stopped {
             return;
         }
-        self.buf.extend_from_slice(data);
-        self.run(events);
+        // Without markers to list, once the CRC use is known and everything
+        // kept has been fed, the octets need not be kept at all: the data
+        // path of a capture decoder is this copy.
+        if !self.direct
+            && !self.markers
+            && self.state == State::Running
+            && self.crc != CrcMode::Auto
+            && self.fed == self.buf.len()
+        {
+            self.raw_len = self.fed;
+            self.tail = [0; 4];
+            roll(&mut self.tail, &self.buf[..self.fed]);
+            self.buf.clear();
+            self.fed = 0;
+            self.direct = true;
+        }
+        if self.direct {
+            self.push_direct(data, events);
+        } else {
+            self.buf.extend_from_slice(data);
+            self.run(events);
+        }
+    }
+
+    /// Feeds `input` straight through the receiver (see [`Self::direct`]).
+    fn push_direct(&mut self, mut input: &[u8], events: &mut Vec<Event>) {
+        while !input.is_empty() {
+            if self.state != State::Running {
+                // An error changed the course: what is left is kept.
+                self.direct = false;
+                self.buf.extend_from_slice(input);
+                self.run(events);
+                return;
+            }
+            match self.rx.next() {
+                Next::Failed => {
+                    self.state = State::Stopped;
+                    return;
+                }
+                Next::Ulpdu { run, .. } => {
+                    let n = run.min(input.len());
+                    let bytes = &input[..n];
+                    if let Err(e) = self.rx.push_ulpdu(bytes) {
+                        self.error(e, events);
+                        continue;
+                    }
+                    let keep = HEAD.saturating_sub(self.head.len()).min(n);
+                    self.head.extend_from_slice(&bytes[..keep]);
+                    self.raw_len += n;
+                    roll(&mut self.tail, bytes);
+                    input = &input[n..];
+                }
+                Next::Framing => {
+                    if self.rx.at_fpdu_boundary() {
+                        self.buf_offset = self.rx.offset();
+                        self.raw_len = 0;
+                    }
+                    let before = self.rx.offset();
+                    let result = self.rx.push_framing(input);
+                    let n = usize::try_from(self.rx.offset() - before).unwrap_or(0);
+                    self.raw_len += n;
+                    roll(&mut self.tail, &input[..n.min(input.len())]);
+                    input = &input[n.min(input.len())..];
+                    match result {
+                        Ok((_, event)) => self.framing_event(event, events),
+                        Err(e) => self.error(e, events),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The current FPDU's raw octets so far and its last four.
+    fn raw(&self) -> (usize, u32) {
+        if self.direct {
+            (self.raw_len, crc::from_wire(self.tail))
+        } else {
+            (self.fed, self.crc_field())
+        }
+    }
+
+    /// Handles what a `push_framing` completed.
+    fn framing_event(&mut self, event: Option<FramingEvent>, events: &mut Vec<Event>) {
+        match event {
+            Some(FramingEvent::UlpduBegin(len)) => {
+                self.ulpdu_len = len;
+                self.head.clear();
+            }
+            Some(FramingEvent::UlpduEnd) => {
+                let status = match self.crc {
+                    CrcMode::On => CrcStatus::Ok,
+                    CrcMode::Off => CrcStatus::Off,
+                    CrcMode::Unchecked => CrcStatus::Unchecked,
+                    CrcMode::Auto => {
+                        self.crc = CrcMode::On;
+                        events.push(Event::Note(Note::CrcDetectedOn));
+                        CrcStatus::Ok
+                    }
+                };
+                let crc = CrcInfo {
+                    status,
+                    received: Some(self.raw().1),
+                    computed: None,
+                };
+                self.report(crc, None, events);
+            }
+            None => {}
+        }
     }
 
     /// `missing` octets were not captured here.
     pub fn gap(&mut self, tcp_offset: u64, missing: u64, events: &mut Vec<Event>) {
-        let end = self.buf_offset + self.buf.len() as u64;
+        // Directly, every octet that came has been consumed.
+        let end = if self.direct {
+            self.rx.offset()
+        } else {
+            self.buf_offset + self.buf.len() as u64
+        };
         let action = if self.markers {
             GapAction::Resync
         } else if checks(self.crc) {
@@ -176,6 +307,7 @@ impl MpaDirection {
         self.buf.clear();
         self.buf_offset = from;
         self.fed = 0;
+        self.direct = false;
     }
 
     /// The end of the capture.
@@ -194,10 +326,15 @@ impl MpaDirection {
         }
         match self.state {
             State::Running if self.fed < self.buf.len() || !self.rx.at_fpdu_boundary() => {
+                let captured = if self.direct {
+                    self.raw_len
+                } else {
+                    self.buf.len()
+                };
                 events.push(Event::Note(Note::EndsInside {
                     framing: "FPDU",
                     start: self.buf_offset,
-                    captured: self.buf.len(),
+                    captured,
                 }));
             }
             State::Resync { lost_at, .. } | State::Hunt { lost_at, .. } => {
@@ -272,31 +409,7 @@ impl MpaDirection {
                 match self.rx.push_framing(&self.buf[self.fed..]) {
                     Ok((n, event)) => {
                         self.fed += n;
-                        match event {
-                            Some(FramingEvent::UlpduBegin(len)) => {
-                                self.ulpdu_len = len;
-                                self.head.clear();
-                            }
-                            Some(FramingEvent::UlpduEnd) => {
-                                let status = match self.crc {
-                                    CrcMode::On => CrcStatus::Ok,
-                                    CrcMode::Off => CrcStatus::Off,
-                                    CrcMode::Unchecked => CrcStatus::Unchecked,
-                                    CrcMode::Auto => {
-                                        self.crc = CrcMode::On;
-                                        events.push(Event::Note(Note::CrcDetectedOn));
-                                        CrcStatus::Ok
-                                    }
-                                };
-                                let crc = CrcInfo {
-                                    status,
-                                    received: Some(self.crc_field()),
-                                    computed: None,
-                                };
-                                self.report(crc, None, events);
-                            }
-                            None => {}
-                        }
+                        self.framing_event(event, events);
                     }
                     Err(e) => {
                         self.fed += usize::try_from(self.rx.offset() - before).unwrap_or(0);
@@ -385,9 +498,11 @@ impl MpaDirection {
         }
     }
 
-    /// Reports the FPDU that occupies `buf[..fed]`.
+    /// Reports the FPDU just ended (its octets are `buf[..fed]`, or were
+    /// passed straight through).
     fn report(&mut self, crc: CrcInfo, error: Option<PduError>, events: &mut Vec<Event>) {
         self.pdus += 1;
+        let (wire_len, _) = self.raw();
         let raw = &self.buf[..self.fed];
         let mut markers = Vec::new();
         if self.markers {
@@ -412,7 +527,7 @@ impl MpaDirection {
         events.push(Event::Pdu(PduInfo {
             framing: FramingKind::Mpa,
             offset: self.buf_offset,
-            wire_len: raw.len() as u64,
+            wire_len: wire_len as u64,
             ulpdu_len: self.ulpdu_len,
             crc,
             header_crc: None,

@@ -64,7 +64,14 @@ fn render(r: iwarp_decode::Record) {
 }
 
 /// An Ethernet/IPv4/TCP frame.
-fn tcp_frame(number: u64, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Frame {
+fn tcp_frame(
+    number: u64,
+    dir: usize,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Frame<'static> {
     let ip = [[10, 0, 0, 1], [10, 0, 0, 2]];
     let ports = [40000, 4791];
     let other = 1 - dir;
@@ -89,7 +96,7 @@ fn tcp_frame(number: u64, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[
         number,
         timestamp: Duration::from_micros(number * 10),
         link: LinkType::Ethernet,
-        data,
+        data: data.into(),
     }
 }
 
@@ -122,7 +129,7 @@ proptest! {
                 number: i as u64 + 1,
                 timestamp: Duration::from_secs(i as u64),
                 link: links[usize::from(link)],
-                data,
+                data: data.into(),
             };
             d.frame(&frame).for_each(render);
         }
