@@ -347,6 +347,34 @@ pub struct MarkerInfo {
     pub pointer: u32,
 }
 
+impl MarkerInfo {
+    /// The 4-octet markers in `raw`, the PDU's octets from stream offset
+    /// `start`: the first at `first`, then every `interval` octets, read
+    /// with `decode`.
+    pub fn list(
+        raw: &[u8],
+        start: u64,
+        first: u64,
+        interval: u64,
+        decode: impl Fn([u8; 4]) -> u32,
+    ) -> Vec<Self> {
+        let end = start + raw.len() as u64;
+        let mut markers = Vec::new();
+        let mut at = first;
+        while at + 4 <= end && interval > 0 {
+            let i = usize::try_from(at - start).unwrap_or(usize::MAX);
+            if let Some(&[a, b, c, d]) = raw.get(i..i.saturating_add(4)) {
+                markers.push(Self {
+                    offset: at,
+                    pointer: decode([a, b, c, d]),
+                });
+            }
+            at += interval;
+        }
+        markers
+    }
+}
+
 /// Payload octets kept with each PDU.
 pub const PREVIEW: usize = 32;
 

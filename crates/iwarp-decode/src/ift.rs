@@ -203,21 +203,16 @@ impl IftDirection {
     /// Reports the frame that occupies `buf[..fed]`.
     fn report(&mut self, crc: CrcInfo, error: Option<PduError>, events: &mut Vec<Event>) {
         let raw = &self.buf[..self.fed];
-        let mut markers = Vec::new();
-        if let Some(interval) = self.params.markers {
-            let start = self.buf_offset;
-            let mut at = interval.next_marker_at(start);
-            while at + marker::MARKER_LEN as u64 <= start + raw.len() as u64 {
-                let i = (at - start) as usize;
-                if let Some(&[a, b, c, d]) = raw.get(i..i + marker::MARKER_LEN) {
-                    markers.push(MarkerInfo {
-                        offset: at,
-                        pointer: marker::decode([a, b, c, d]),
-                    });
-                }
-                at += u64::from(interval.get());
-            }
-        }
+        let markers = match self.params.markers {
+            Some(interval) => MarkerInfo::list(
+                raw,
+                self.buf_offset,
+                interval.next_marker_at(self.buf_offset),
+                u64::from(interval.get()),
+                marker::decode,
+            ),
+            None => Vec::new(),
+        };
         let ulpdu_len = self.header_len + self.payload_len;
         let mut errors: Vec<PduError> = error.into_iter().collect();
         let interpreted = interpret(&self.head, ulpdu_len, self.rdma, &mut errors);

@@ -504,21 +504,17 @@ impl MpaDirection {
         self.pdus += 1;
         let (wire_len, _) = self.raw();
         let raw = &self.buf[..self.fed];
-        let mut markers = Vec::new();
-        if self.markers {
-            let start = self.buf_offset;
-            let mut at = marker::next_marker_at(start);
-            while at + marker::MARKER_LEN as u64 <= start + raw.len() as u64 {
-                let i = (at - start) as usize;
-                if let Some(&[a, b, c, d]) = raw.get(i..i + marker::MARKER_LEN) {
-                    markers.push(MarkerInfo {
-                        offset: at,
-                        pointer: u32::from(marker::decode([a, b, c, d])),
-                    });
-                }
-                at += marker::MARKER_INTERVAL;
-            }
-        }
+        let markers = if self.markers {
+            MarkerInfo::list(
+                raw,
+                self.buf_offset,
+                marker::next_marker_at(self.buf_offset),
+                marker::MARKER_INTERVAL,
+                |m| u32::from(marker::decode(m)),
+            )
+        } else {
+            Vec::new()
+        };
         // A header damaged in transit shows as the CRC error it is, first;
         // its own complaints are noise then (as in the stack, see
         // `iwarp_proto::framing`), but still worth a look.

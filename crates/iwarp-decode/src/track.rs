@@ -22,6 +22,40 @@ use crate::ops::{Operation, OperationKind, OperationStats, OperationSummary};
 /// PDUs remembered per direction for the Terminate checks.
 const RECENT: usize = 64;
 
+/// What an operation under way has moved so far.
+#[derive(Debug, Clone, Copy)]
+struct Progress {
+    octets: u64,
+    segments: u64,
+    first_frame: u64,
+    start: f64,
+}
+
+impl Progress {
+    fn new(frame: u64, time: f64) -> Self {
+        Self {
+            octets: 0,
+            segments: 0,
+            first_frame: frame,
+            start: time,
+        }
+    }
+
+    fn add(&mut self, len: u64) {
+        self.octets += len;
+        self.segments += 1;
+    }
+
+    /// The message named, left incomplete.
+    fn incomplete(&self, what: MessageRef) -> FindingKind {
+        FindingKind::IncompleteMessage {
+            what,
+            octets: self.octets,
+            segments: self.segments,
+        }
+    }
+}
+
 /// An untagged message under way.
 #[derive(Debug, Clone, Copy)]
 struct OpenUntagged {
@@ -29,10 +63,7 @@ struct OpenUntagged {
     opcode: Opcode,
     invalidate: Option<STag>,
     next_mo: u32,
-    octets: u64,
-    segments: u64,
-    first_frame: u64,
-    start: f64,
+    progress: Progress,
     /// Its first segments were not seen (the capture began, or a hole
     /// fell, inside it).
     partial: bool,
@@ -44,10 +75,7 @@ struct OpenWrite {
     stag: STag,
     to: u64,
     next_to: u64,
-    octets: u64,
-    segments: u64,
-    first_frame: u64,
-    start: f64,
+    progress: Progress,
 }
 
 /// A Read Request waiting for its Responses.
@@ -56,10 +84,8 @@ struct PendingRead {
     msn: u32,
     request: ReadRequest,
     next_to: u64,
-    octets: u64,
-    segments: u64,
-    frame: u64,
-    time: f64,
+    /// The Responses so far; it starts at the Request.
+    progress: Progress,
     /// A TO mismatch was reported already.
     reported: bool,
 }
@@ -233,23 +259,19 @@ impl Tracker {
                             expected: o.next_mo,
                             got: mo,
                         },
-                        &[o.first_frame, frame],
+                        &[o.progress.first_frame, frame],
                     );
                 }
                 o.next_mo = mo.wrapping_add(len as u32);
-                o.octets += len;
-                o.segments += 1;
+                o.progress.add(len);
                 d.open[q] = Some(o);
             }
             open => {
                 if let Some(o) = open {
-                    let what = MessageRef::Untagged { qn, msn: o.msn };
-                    let kind = FindingKind::IncompleteMessage {
-                        what,
-                        octets: o.octets,
-                        segments: o.segments,
-                    };
-                    finding(out, dir, kind, &[o.first_frame, frame]);
+                    let kind = o
+                        .progress
+                        .incomplete(MessageRef::Untagged { qn, msn: o.msn });
+                    finding(out, dir, kind, &[o.progress.first_frame, frame]);
                 }
                 let known = d.msn_next[q];
                 if let Some(expected) = known.filter(|&e| e != msn) {
@@ -282,10 +304,12 @@ impl Tracker {
                     opcode: op,
                     invalidate: None,
                     next_mo: mo.wrapping_add(len as u32),
-                    octets: len,
-                    segments: 1,
-                    first_frame: frame,
-                    start: time,
+                    progress: Progress {
+                        octets: len,
+                        segments: 1,
+                        first_frame: frame,
+                        start: time,
+                    },
                     partial: mo != 0,
                 });
             }
@@ -325,17 +349,7 @@ impl Tracker {
             }
             op if op.is_send() => {
                 let kind = OperationKind::send(o.opcode, o.msn, o.invalidate);
-                self.operation(
-                    dir,
-                    kind,
-                    o.octets,
-                    o.segments,
-                    o.first_frame,
-                    o.start,
-                    !o.partial,
-                    time,
-                    out,
-                );
+                self.operation(dir, kind, &o.progress, !o.partial, time, out);
             }
             _ => {}
         }
@@ -355,15 +369,12 @@ impl Tracker {
             msn,
             request,
             next_to: request.sink_to,
-            octets: 0,
-            segments: 0,
-            frame,
-            time,
+            progress: Progress::new(frame, time),
             reported: false,
         });
         if let Some(ord) = d.max_reads {
             if d.reads.len() > usize::from(ord) && !d.reads_uncertain {
-                let first = d.reads.front().map_or(0, |r| r.frame);
+                let first = d.reads.front().map_or(0, |r| r.progress.first_frame);
                 let kind = FindingKind::TooManyReads {
                     outstanding: d.reads.len(),
                     ord,
@@ -394,46 +405,28 @@ impl Tracker {
                         expected: w.next_to,
                         got: to,
                     };
-                    finding(out, dir, kind, &[w.first_frame, frame]);
+                    finding(out, dir, kind, &[w.progress.first_frame, frame]);
                 }
                 w
             }
             other => {
                 if let Some(w) = other {
-                    let kind = FindingKind::IncompleteMessage {
-                        what: MessageRef::Tagged { stag: w.stag },
-                        octets: w.octets,
-                        segments: w.segments,
-                    };
-                    finding(out, dir, kind, &[w.first_frame, frame]);
+                    let kind = w.progress.incomplete(MessageRef::Tagged { stag: w.stag });
+                    finding(out, dir, kind, &[w.progress.first_frame, frame]);
                 }
                 OpenWrite {
                     stag,
                     to,
                     next_to: to,
-                    octets: 0,
-                    segments: 0,
-                    first_frame: frame,
-                    start: time,
+                    progress: Progress::new(frame, time),
                 }
             }
         };
         w.next_to = to.wrapping_add(len);
-        w.octets += len;
-        w.segments += 1;
+        w.progress.add(len);
         if last {
             let kind = OperationKind::Write { stag, to: w.to };
-            self.operation(
-                dir,
-                kind,
-                w.octets,
-                w.segments,
-                w.first_frame,
-                w.start,
-                true,
-                time,
-                out,
-            );
+            self.operation(dir, kind, &w.progress, true, time, out);
         } else {
             self.dirs[dir].write = Some(w);
         }
@@ -483,12 +476,15 @@ impl Tracker {
                         got: stag,
                     }
                 };
-                let first = requester.reads.front().map_or(0, |r| r.frame);
+                let first = requester
+                    .reads
+                    .front()
+                    .map_or(0, |r| r.progress.first_frame);
                 finding(out, dir, kind, &[first, frame]);
             }
             return;
         }
-        if r.segments == 0 && to == r.request.sink_to {
+        if r.progress.segments == 0 && to == r.request.sink_to {
             // Matched from its start: the Responses are followed again.
             requester.reads_uncertain = false;
         }
@@ -498,41 +494,24 @@ impl Tracker {
                 expected: r.next_to,
                 got: to,
             };
-            finding(out, dir, kind, &[r.frame, frame]);
+            finding(out, dir, kind, &[r.progress.first_frame, frame]);
         }
         r.next_to = to.wrapping_add(len);
-        r.octets += len;
-        r.segments += 1;
+        r.progress.add(len);
         if !last {
             return;
         }
         let Some(r) = requester.reads.pop_front() else {
             return;
         };
-        if r.octets != u64::from(r.request.size) && !requester.reads_uncertain {
+        if r.progress.octets != u64::from(r.request.size) && !requester.reads_uncertain {
             let kind = FindingKind::ReadResponseSize {
                 expected: u64::from(r.request.size),
-                got: r.octets,
+                got: r.progress.octets,
             };
-            finding(out, dir, kind, &[r.frame, frame]);
+            finding(out, dir, kind, &[r.progress.first_frame, frame]);
         }
-        let kind = OperationKind::Read {
-            msn: r.msn,
-            sink_stag: r.request.sink_stag,
-            source_stag: r.request.source_stag,
-            size: r.request.size,
-        };
-        self.operation(
-            1 - dir,
-            kind,
-            r.octets,
-            r.segments,
-            r.frame,
-            r.time,
-            true,
-            time,
-            out,
-        );
+        self.operation(1 - dir, r.kind(), &r.progress, true, time, out);
     }
 
     /// A Terminate sent in `dir`: its copies name what the other direction
@@ -570,25 +549,21 @@ impl Tracker {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn operation(
         &mut self,
         dir: usize,
         kind: OperationKind,
-        octets: u64,
-        segments: u64,
-        first_frame: u64,
-        start: f64,
+        progress: &Progress,
         complete: bool,
         end: f64,
         out: &mut Out,
     ) {
         let op = Operation {
             kind,
-            octets,
-            segments,
-            first_frame,
-            duration: (end - start).max(0.0),
+            octets: progress.octets,
+            segments: progress.segments,
+            first_frame: progress.first_frame,
+            duration: (end - progress.start).max(0.0),
             complete,
         };
         self.stats.add(&op, end);
@@ -610,68 +585,44 @@ impl Tracker {
                         qn: q as u32,
                         msn: o.msn,
                     };
-                    let kind = FindingKind::IncompleteMessage {
-                        what,
-                        octets: o.octets,
-                        segments: o.segments,
-                    };
-                    finding(out, dir, kind, &[o.first_frame]);
+                    let kind = o.progress.incomplete(what);
+                    finding(out, dir, kind, &[o.progress.first_frame]);
                     if o.opcode.is_send() {
                         let kind = OperationKind::send(o.opcode, o.msn, None);
-                        self.operation(
-                            dir,
-                            kind,
-                            o.octets,
-                            o.segments,
-                            o.first_frame,
-                            o.start,
-                            false,
-                            time,
-                            out,
-                        );
+                        self.operation(dir, kind, &o.progress, false, time, out);
                     }
                 }
             }
             if let Some(w) = self.dirs[dir].write.take() {
-                let kind = FindingKind::IncompleteMessage {
-                    what: MessageRef::Tagged { stag: w.stag },
-                    octets: w.octets,
-                    segments: w.segments,
-                };
-                finding(out, dir, kind, &[w.first_frame]);
+                let kind = w.progress.incomplete(MessageRef::Tagged { stag: w.stag });
+                finding(out, dir, kind, &[w.progress.first_frame]);
                 let kind = OperationKind::Write {
                     stag: w.stag,
                     to: w.to,
                 };
-                self.operation(
-                    dir,
-                    kind,
-                    w.octets,
-                    w.segments,
-                    w.first_frame,
-                    w.start,
-                    false,
-                    time,
-                    out,
-                );
+                self.operation(dir, kind, &w.progress, false, time, out);
             }
             while let Some(r) = self.dirs[dir].reads.pop_front() {
                 let kind = FindingKind::UnansweredRead {
                     stag: r.request.sink_stag,
                     size: r.request.size,
-                    got: r.octets,
+                    got: r.progress.octets,
                 };
-                finding(out, dir, kind, &[r.frame]);
-                let kind = OperationKind::Read {
-                    msn: r.msn,
-                    sink_stag: r.request.sink_stag,
-                    source_stag: r.request.source_stag,
-                    size: r.request.size,
-                };
-                self.operation(
-                    dir, kind, r.octets, r.segments, r.frame, r.time, false, time, out,
-                );
+                finding(out, dir, kind, &[r.progress.first_frame]);
+                self.operation(dir, r.kind(), &r.progress, false, time, out);
             }
+        }
+    }
+}
+
+impl PendingRead {
+    /// The operation it is.
+    fn kind(&self) -> OperationKind {
+        OperationKind::Read {
+            msn: self.msn,
+            sink_stag: self.request.sink_stag,
+            source_stag: self.request.source_stag,
+            size: self.request.size,
         }
     }
 }
