@@ -135,8 +135,19 @@ impl Connection {
         if syn {
             self.reasm[dir].syn(seq);
         }
-        let data_seq = if syn { seq.wrapping_add(1) } else { seq };
         let mut out = Vec::new();
+        // The acknowledgment first: the sender had those octets before it
+        // sent this segment's, so a hole it reveals comes before them.
+        if let Some(ack) = ack {
+            let other = 1 - dir;
+            {
+                let (reasm, decoder) = (&mut self.reasm[other], &mut self.dirs[other]);
+                reasm.acknowledged(ack, &mut |chunk| feed(decoder, chunk, &mut out));
+            }
+            events.extend(out.drain(..).map(|e| (other, e)));
+            self.coordinate(opts, events);
+        }
+        let data_seq = if syn { seq.wrapping_add(1) } else { seq };
         {
             let (reasm, decoder) = (&mut self.reasm[dir], &mut self.dirs[dir]);
             reasm.segment(data_seq, payload, &mut |chunk| {
@@ -148,15 +159,6 @@ impl Connection {
         }
         events.extend(out.drain(..).map(|e| (dir, e)));
         self.coordinate(opts, events);
-        if let Some(ack) = ack {
-            let other = 1 - dir;
-            {
-                let (reasm, decoder) = (&mut self.reasm[other], &mut self.dirs[other]);
-                reasm.acknowledged(ack, &mut |chunk| feed(decoder, chunk, &mut out));
-            }
-            events.extend(out.drain(..).map(|e| (other, e)));
-            self.coordinate(opts, events);
-        }
         if fin || rst {
             self.closed[dir] = true;
         }

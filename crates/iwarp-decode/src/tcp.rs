@@ -22,9 +22,8 @@
 //! octet: the FIN's position is remembered ([`Reassembler::fin`]) and
 //! acknowledgments are counted up to it only. When the FIN itself was not
 //! captured, an acknowledgment one octet past everything captured is taken
-//! as its acknowledgment too. An acknowledgment past the captured octets
-//! with nothing after it is only judged at the end, so nothing is declared
-//! lost before the capture shows it is.
+//! as its acknowledgment too (judged at the end, or when octets after it
+//! arrive).
 
 use std::collections::BTreeMap;
 
@@ -190,17 +189,18 @@ impl Reassembler {
     }
 
     /// Declares lost what the peer acknowledged before the first held
-    /// segment, and delivers what follows. Without held segments nothing
-    /// is declared yet: the acknowledgment may be of a FIN not captured.
+    /// segment, and delivers what follows. One octet acknowledged past
+    /// everything, with no FIN seen and nothing held, is left for later: it
+    /// may be the acknowledgment of a FIN the capture missed.
     fn settle_acknowledged(&mut self, out: &mut dyn FnMut(Chunk<'_>)) {
         while self.next < self.acked {
             match self.pending.keys().next() {
                 Some(&first) if first <= self.acked => self.skip_to_pending(out),
-                Some(_) => {
+                None if self.fin.is_none() && self.acked == self.next + 1 => return,
+                _ => {
                     self.gap(self.acked - self.next, out);
                     self.drain(out);
                 }
-                None => return,
             }
         }
     }
@@ -313,19 +313,19 @@ mod tests {
         assert_eq!(collect(&mut r, |r, o| r.segment(15, b"xy", o)), "");
         // Octets 12 and 13 were received but not captured; 14 may still come.
         assert_eq!(collect(&mut r, |r, o| r.acknowledged(14, o)), "!2");
-        assert_eq!(collect(&mut r, |r, o| r.acknowledged(20, o)), "!1xy");
-        // 17 to 20 were acknowledged: lost once octets after them arrive.
-        assert_eq!(collect(&mut r, |r, o| r.segment(30, b"z", o)), "!3");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(20, o)), "!1xy!3");
+        assert_eq!(collect(&mut r, |r, o| r.segment(30, b"z", o)), "");
         assert_eq!(collect(&mut r, |r, o| r.finish(o)), "!10z");
         assert_eq!(r.stats().missing, 16);
     }
 
     #[test]
-    fn an_acknowledged_hole_is_declared_when_octets_after_it_arrive() {
+    fn one_octet_acknowledged_waits_for_octets_after_it() {
         let mut r = Reassembler::new();
         assert_eq!(collect(&mut r, |r, o| r.segment(10, b"ab", o)), "ab");
-        assert_eq!(collect(&mut r, |r, o| r.acknowledged(16, o)), "");
-        assert_eq!(collect(&mut r, |r, o| r.segment(14, b"cd", o)), "!2cd");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(13, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.segment(13, b"cd", o)), "!1cd");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(17, o)), "!2");
         assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
     }
 
@@ -350,15 +350,15 @@ mod tests {
         // The last octets and the FIN not captured, but acknowledged.
         let mut r = Reassembler::new();
         assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
-        assert_eq!(collect(&mut r, |r, o| r.acknowledged(18, o)), "");
-        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "!5");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(18, o)), "!5");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
 
         // A FIN seen after a hole: the hole is lost, the FIN is not.
         let mut r = Reassembler::new();
         assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
         r.fin(20);
-        assert_eq!(collect(&mut r, |r, o| r.acknowledged(21, o)), "");
-        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "!7");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(21, o)), "!7");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
     }
 
     #[test]

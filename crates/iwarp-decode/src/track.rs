@@ -22,6 +22,12 @@ use crate::ops::{Operation, OperationKind, OperationStats, OperationSummary};
 /// PDUs remembered per direction for the Terminate checks.
 const RECENT: usize = 64;
 
+/// Read Requests kept waiting for Responses at most: beyond this the
+/// oldest is dropped (a capture that lost the Responses must not grow the
+/// decoder's memory without bound; more than the largest ORD, 16383, were
+/// reported already).
+const MAX_PENDING_READS: usize = 1 << 14;
+
 /// What an operation under way has moved so far.
 #[derive(Debug, Clone, Copy)]
 struct Progress {
@@ -109,7 +115,10 @@ struct Direction {
     reads: VecDeque<PendingRead>,
     max_reads: Option<u16>,
     /// Responses to this direction's Requests may have been lost, or
-    /// Requests may be missing: unmatched Responses are not reported.
+    /// Requests may be missing: which Response answers which Request is no
+    /// longer known for sure, so the Read checks are off (for good: with
+    /// many Reads of the same STag in flight, nothing tells when the two
+    /// queues line up again). Operations are still paired, best effort.
     reads_uncertain: bool,
     recent: VecDeque<Sent>,
     /// The frame of the Terminate this direction sent, and the PDUs after.
@@ -365,6 +374,9 @@ impl Tracker {
         out: &mut Out,
     ) {
         let d = &mut self.dirs[dir];
+        if d.reads.len() == MAX_PENDING_READS {
+            d.reads.pop_front();
+        }
         d.reads.push_back(PendingRead {
             msn,
             request,
@@ -484,10 +496,6 @@ impl Tracker {
             }
             return;
         }
-        if r.progress.segments == 0 && to == r.request.sink_to {
-            // Matched from its start: the Responses are followed again.
-            requester.reads_uncertain = false;
-        }
         if to != r.next_to && !r.reported && !tolerant {
             r.reported = true;
             let kind = FindingKind::ReadResponseTo {
@@ -603,12 +611,14 @@ impl Tracker {
                 self.operation(dir, kind, &w.progress, false, time, out);
             }
             while let Some(r) = self.dirs[dir].reads.pop_front() {
-                let kind = FindingKind::UnansweredRead {
-                    stag: r.request.sink_stag,
-                    size: r.request.size,
-                    got: r.progress.octets,
-                };
-                finding(out, dir, kind, &[r.progress.first_frame]);
+                if !self.dirs[dir].reads_uncertain {
+                    let kind = FindingKind::UnansweredRead {
+                        stag: r.request.sink_stag,
+                        size: r.request.size,
+                        got: r.progress.octets,
+                    };
+                    finding(out, dir, kind, &[r.progress.first_frame]);
+                }
                 self.operation(dir, r.kind(), &r.progress, false, time, out);
             }
         }

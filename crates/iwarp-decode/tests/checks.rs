@@ -459,3 +459,46 @@ fn a_capture_that_begins_inside_an_fpdu_hunts_for_the_first_one() {
     );
     assert_eq!(summary.errors.total(), 0, "{r:?}");
 }
+
+#[test]
+fn holes_in_the_capture_are_not_reported_as_the_peers_faults() {
+    let (mut t, mut c, mut s) = session(42010);
+    // Two Reads in flight; the first one's Response is lost from the
+    // capture, then the MSNs of the Sends jump over Sends lost too.
+    t.send(
+        C2S,
+        &c.fpdu(&untagged(
+            true,
+            1,
+            0,
+            1,
+            1,
+            0,
+            &read_request(0x10, 0, 8, 1, 0),
+        )),
+    );
+    let lost = s.fpdu(&tagged(true, 2, 0x10, 0, &[0; 8]));
+    t.lose(S2C, lost.len() as u32);
+    t.send(
+        C2S,
+        &c.fpdu(&untagged(
+            true,
+            1,
+            0,
+            1,
+            2,
+            0,
+            &read_request(0x10, 0, 8, 1, 0),
+        )),
+    );
+    t.send(S2C, &s.fpdu(&tagged(true, 2, 0x10, 0, &[0; 8])));
+    t.send(S2C, &s.fpdu(&send(1, b"x")));
+    let lost: Vec<u8> = (2..5).flat_map(|m| s.fpdu(&send(m, b"y"))).collect();
+    t.lose(S2C, lost.len() as u32);
+    t.send(S2C, &s.fpdu(&send(5, b"z")));
+    t.ack(C2S);
+    let (r, summary) = decode(&t);
+    assert!(findings(&r).is_empty(), "{:?}", findings(&r));
+    assert_eq!(summary.errors.gaps, 2);
+    assert_eq!(summary.errors.total(), 2);
+}
