@@ -884,3 +884,59 @@ fn ending_capture_started_mid_connection() {
     let r = decode_json("end-mid.pcap", &t.pcap(), &["--port", "4791"]);
     assert_clean(&r, 6);
 }
+
+/// Findings and operations in JSON, and `--ops` in text.
+#[test]
+fn findings_and_operations_in_json_and_ops_lines() {
+    let mut t = Tcp::new(41100, 4791);
+    t.handshake();
+    t.send(C2S, &hex(RPING_REQUEST));
+    t.send(S2C, &hex(OUR_REPLY_CRC));
+    let mut c = Framer::new(true, false);
+    let mut s = Framer::new(true, false);
+    t.send(C2S, &c.fpdu(&untagged(true, 3, 0, 0, 1, 0, b"one")));
+    t.send(C2S, &c.fpdu(&untagged(true, 3, 0, 0, 3, 0, b"three")));
+    let rr = iwarp_decode::synth::read_request(0x10, 0x1000, 4, 0x20, 0x2000);
+    t.send(C2S, &c.fpdu(&untagged(true, 1, 0, 1, 1, 0, &rr)));
+    t.send(S2C, &s.fpdu(&tagged(true, 2, 0x10, 0x1000, b"data")));
+    t.fin(C2S);
+    t.fin(S2C);
+    let r = decode_json("ops.pcap", &t.pcap(), &[]);
+    let f = of_type(&r, "finding");
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0]["check"], "msn_gap");
+    assert_eq!(f[0]["expected"], 2);
+    assert_eq!(f[0]["got"], 3);
+    assert_eq!(f[0]["frames"], serde_json::json!([6, 7]));
+    let ops = of_type(&r, "operation");
+    assert_eq!(ops.len(), 3, "{ops:?}");
+    let read = ops[2];
+    assert_eq!(read["operation"], "read");
+    assert_eq!(read["src"], "10.0.0.1:41100");
+    assert_eq!(read["sink_stag"], "0x00000010");
+    assert_eq!(read["octets"], 4);
+    assert_eq!(read["complete"], true);
+    let sum = &summary(&r)["connections"][0]["operations"];
+    assert_eq!(sum["classes"][0]["count"], 2);
+    assert_eq!(sum["classes"][2]["octets"], 4);
+    assert_eq!(sum["read_latency"]["count"], 1);
+    assert_eq!(summary(&r)["errors"]["findings"], 1);
+
+    let text = decode_text("ops.pcap", &t.pcap(), &["--ops"]);
+    assert!(
+        text.contains("OP     Send MSN 3: 5 octets in 1 segment"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "OP     RDMA Read MSN 1: 4 of 4 octets from STag 0x00000020 into STag 0x00000010 in 1 segment, 100.0 µs"
+    ), "{text}");
+    assert!(
+        text.contains("CHECK  QN 0: MSN 3 where 2 was next (1 skipped) [frames 6, 7]"),
+        "{text}"
+    );
+    assert!(!text.contains("RDMAP  Send"), "{text}");
+    assert!(
+        text.contains("operations: Send 2 (8 octets), RDMA Read 1 (4 octets)"),
+        "{text}"
+    );
+}

@@ -64,7 +64,7 @@ pub enum Queue {
 pub enum FindingKind {
     /// RFC 5041 §4.3: MSNs of a queue start at 1 and go up by one per message; some were
     /// skipped.
-    #[error("QN {qn}: MSN {got} where {expected} was next: {} messages missing", got.wrapping_sub(*expected))]
+    #[error("QN {qn}: MSN {got} where {expected} was next ({} skipped)", got.wrapping_sub(*expected))]
     MsnGap {
         /// The queue number.
         qn: u32,
