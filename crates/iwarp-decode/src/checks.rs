@@ -1,6 +1,6 @@
 //! Findings: what the stateful checks found, that no single PDU shows.
 //!
-//! The checks themselves run in [`crate::track`], per connection and
+//! The checks themselves run in the crate's tracker (`track`), per connection and
 //! direction: MSN order per untagged queue, message offsets and tagged
 //! offsets within a message, Read Responses against their Read Requests
 //! (STag, TO, size, order), outstanding Reads against the negotiated ORD,

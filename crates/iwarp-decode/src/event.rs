@@ -1,7 +1,7 @@
 //! What the decoder reports: one [`Record`] per event, typed.
 //!
 //! Values are numbers, enums and the protocol crate's own reprs
-//! ([`SegmentHeader`], [`ReadRequest`], [`TerminateMessage`], [`STag`]),
+//! ([`SegmentHeader`], [`ReadRequest`], [`TerminateMessage`], [`STag`](iwarp_proto::memory::STag)),
 //! never preformatted text: a consumer filters and computes on them, and
 //! the words come from `Display` impls (those of `iwarp_proto`'s pretty
 //! printers, and the ones here). With the `serde` feature every type is

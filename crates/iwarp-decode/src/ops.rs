@@ -5,7 +5,7 @@
 //! an RDMA Write is its tagged segments up to L; an RDMA Read is the
 //! Request and every Response segment, up to the last, timed from the
 //! Request to the last Response as the capture saw them. The assembly
-//! runs in [`crate::track`]; the figures here are kept in bounded memory:
+//! runs in the crate's tracker (`track`); the figures here are kept in bounded memory:
 //! a throughput series whose interval doubles as the capture grows, and a
 //! latency histogram ([`hdrhistogram`]) instead of every sample.
 
