@@ -12,7 +12,8 @@
 use std::net::SocketAddr;
 
 use iwarp_proto::ddp::SegmentHeader;
-use iwarp_proto::mpa::startup::FrameError;
+use iwarp_proto::ift::Indication;
+use iwarp_proto::mpa::startup::{EnhancedData, FrameError};
 use iwarp_proto::rdmap::pretty::Pdu;
 use iwarp_proto::rdmap::{Opcode, ReadRequest, TerminateMessage};
 
@@ -111,8 +112,14 @@ pub struct StartupFrameInfo {
     /// The PD_Length field.
     pub pd_length: u16,
     /// IRD/ORD and peer-to-peer words (revision 2 with the enhanced flag).
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
-    pub enhanced: Option<EnhancedInfo>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::ser::enhanced_opt"
+        )
+    )]
+    pub enhanced: Option<EnhancedData>,
     /// The application's private data (after the enhanced words).
     #[cfg_attr(feature = "serde", serde(serialize_with = "crate::ser::bytes"))]
     pub private_data: Vec<u8>,
@@ -127,73 +134,17 @@ pub struct StartupFrameInfo {
     pub error: Option<FrameError>,
 }
 
-/// Enhanced connection establishment data (RFC 6581).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct EnhancedInfo {
-    /// Inbound RDMA Read queue depth.
-    pub ird: u16,
-    /// Outbound RDMA Read queue depth.
-    pub ord: u16,
-    /// Peer-to-peer mode asked for or confirmed.
-    pub peer_to_peer: bool,
-    /// Zero-length Write may be the RTR message.
-    pub rtr_write: bool,
-    /// Zero-length Read may be the RTR message.
-    pub rtr_read: bool,
-    /// Zero-length Send may be the RTR message.
-    pub rtr_send: bool,
-}
-
 /// An IFT Adaption Indication (draft-williams-iwarp-ift-01 §4).
+///
+/// Serialized (feature `serde`) with the indication's fields flattened in.
 #[derive(Debug, Clone)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IndicationInfo {
     /// TCP stream offset of the indication.
     pub offset: u64,
-    /// Its fields, when it is valid.
-    #[cfg_attr(
-        feature = "serde",
-        serde(flatten, skip_serializing_if = "Option::is_none")
-    )]
-    pub fields: Option<IndicationFields>,
+    /// The indication, when it is valid.
+    pub fields: Option<Indication>,
     /// Why it is not valid, if it is not.
-    #[cfg_attr(
-        feature = "serde",
-        serde(
-            skip_serializing_if = "Option::is_none",
-            serialize_with = "crate::ser::display_opt"
-        )
-    )]
     pub error: Option<iwarp_proto::ift::IndicationError>,
-}
-
-/// The fields of a valid Adaption Indication.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct IndicationFields {
-    /// PH: 0 or 1.
-    pub phase: u8,
-    /// Version.
-    pub version: u16,
-    /// R: RDMA mode.
-    pub rdma: bool,
-    /// HC: the sender's frames carry a header CRC.
-    pub header_crc: bool,
-    /// PC: the sender's frames carry a payload CRC.
-    pub payload_crc: bool,
-    /// IH: the sender ignores header CRCs it receives.
-    pub ignore_header_crc: bool,
-    /// IP: the sender ignores payload CRCs it receives.
-    pub ignore_payload_crc: bool,
-    /// SP: speculative placement permitted.
-    pub speculative_placement: bool,
-    /// SM: the sender is willing to send markers.
-    pub send_markers: bool,
-    /// RM with its interval: the sender wants markers at this interval.
-    pub receive_markers: Option<u16>,
-    /// The sender's VTag.
-    pub vtag: u16,
 }
 
 /// MPA or IFT.

@@ -230,3 +230,49 @@ pub fn display_map<S: Serializer, K: Display, V: serde::Serialize>(
     }
     m.end()
 }
+
+/// RFC 6581's words: IRD, ORD, peer-to-peer and the RTR types.
+pub fn enhanced_opt<S: Serializer>(
+    e: &Option<iwarp_proto::mpa::startup::EnhancedData>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let Some(e) = e else {
+        return s.serialize_none();
+    };
+    let mut m = s.serialize_map(Some(6))?;
+    m.serialize_entry("ird", &e.ird)?;
+    m.serialize_entry("ord", &e.ord)?;
+    m.serialize_entry("peer_to_peer", &e.peer_to_peer)?;
+    m.serialize_entry("rtr_write", &e.rtr.write)?;
+    m.serialize_entry("rtr_read", &e.rtr.read)?;
+    m.serialize_entry("rtr_send", &e.rtr.send)?;
+    m.end()
+}
+
+impl serde::Serialize for crate::event::IndicationInfo {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("offset", &self.offset)?;
+        if let Some(i) = &self.fields {
+            let phase = match i.phase {
+                iwarp_proto::ift::Phase::Zero => 0u8,
+                iwarp_proto::ift::Phase::One => 1,
+            };
+            m.serialize_entry("phase", &phase)?;
+            m.serialize_entry("version", &i.version)?;
+            m.serialize_entry("rdma", &i.rdma)?;
+            m.serialize_entry("header_crc", &i.header_crc)?;
+            m.serialize_entry("payload_crc", &i.payload_crc)?;
+            m.serialize_entry("ignore_header_crc", &i.ignore_header_crc)?;
+            m.serialize_entry("ignore_payload_crc", &i.ignore_payload_crc)?;
+            m.serialize_entry("speculative_placement", &i.speculative_placement)?;
+            m.serialize_entry("send_markers", &i.send_markers)?;
+            m.serialize_entry("receive_markers", &i.receive_markers.map(|m| m.get()))?;
+            m.serialize_entry("vtag", &i.vtag)?;
+        }
+        if let Some(e) = &self.error {
+            m.serialize_entry("error", &e.to_string())?;
+        }
+        m.end()
+    }
+}

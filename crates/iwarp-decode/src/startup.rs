@@ -7,13 +7,13 @@
 //! framing the decoder follows is the one the stack would have agreed to.
 
 use iwarp_proto::ift::indication::{check_magic, INDICATION_LEN};
-use iwarp_proto::ift::{settle, CrcDemand, IftConfig, Indication, Phase, RxCrc, RxParams};
+use iwarp_proto::ift::{settle, CrcDemand, IftConfig, Indication, RxCrc, RxParams};
 use iwarp_proto::mpa::startup::{
     observe, EnhancedData, FrameError, FrameKind, Observed, Revision, StartupFrame,
     StartupFrameRepr, HEADER_LEN, KEY_LEN, REPLY_KEY, REQUEST_KEY,
 };
 
-use crate::event::{EnhancedInfo, IndicationFields, IndicationInfo, StartupFrameInfo, StartupKind};
+use crate::event::{IndicationInfo, StartupFrameInfo, StartupKind};
 
 /// What the first octets of a direction are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,14 +129,7 @@ fn frame_info<T: AsRef<[u8]>>(
     repr: Option<&StartupFrameRepr<'_>>,
     error: Option<FrameError>,
 ) -> StartupFrameInfo {
-    let enhanced = repr.and_then(|r| r.enhanced).map(|e| EnhancedInfo {
-        ird: e.ird,
-        ord: e.ord,
-        peer_to_peer: e.peer_to_peer,
-        rtr_write: e.rtr.write,
-        rtr_read: e.rtr.read,
-        rtr_send: e.rtr.send,
-    });
+    let enhanced = repr.and_then(|r| r.enhanced);
     StartupFrameInfo {
         offset,
         kind: match view.kind() {
@@ -166,22 +159,7 @@ pub fn indication(bytes: &[u8], offset: u64) -> Option<(IndicationInfo, Option<I
         Ok(ind) => (
             IndicationInfo {
                 offset,
-                fields: Some(IndicationFields {
-                    phase: match ind.phase {
-                        Phase::Zero => 0,
-                        Phase::One => 1,
-                    },
-                    version: ind.version,
-                    rdma: ind.rdma,
-                    header_crc: ind.header_crc,
-                    payload_crc: ind.payload_crc,
-                    ignore_header_crc: ind.ignore_header_crc,
-                    ignore_payload_crc: ind.ignore_payload_crc,
-                    speculative_placement: ind.speculative_placement,
-                    send_markers: ind.send_markers,
-                    receive_markers: ind.receive_markers.map(|m| m.get()),
-                    vtag: ind.vtag,
-                }),
+                fields: Some(ind),
                 error: None,
             },
             Some(ind),

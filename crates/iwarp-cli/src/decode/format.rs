@@ -24,6 +24,7 @@ use iwarp_decode::note::Level;
 use iwarp_decode::ops::{Operation, OperationKind, OperationSummary};
 use iwarp_decode::summary::ConnectionSummary;
 use iwarp_decode::{hex, Summary};
+use iwarp_proto::mpa::startup::{FrameKind, Revision, StartupFrameRepr};
 
 /// Where records and the summary go.
 pub trait Output {
@@ -301,64 +302,46 @@ fn framing_line(f: &FramingInfo) -> (&'static str, String) {
 }
 
 fn startup_line(f: &StartupFrameInfo) -> String {
-    let name = match f.kind {
-        StartupKind::Request => "Request",
-        StartupKind::Reply => "Reply",
-        StartupKind::Unknown => "frame",
+    let kind = match f.kind {
+        StartupKind::Request => Some(FrameKind::Request),
+        StartupKind::Reply => Some(FrameKind::Reply),
+        StartupKind::Unknown => None,
     };
-    let mut s = format!("{name} rev {}", f.revision);
-    if let Some(e) = &f.enhanced {
-        let _ = write!(s, " enhanced IRD {} ORD {}", e.ird, e.ord);
-        if e.peer_to_peer {
-            s.push_str(" P2P");
-            for (on, t) in [
-                (e.rtr_write, "Write"),
-                (e.rtr_read, "Read"),
-                (e.rtr_send, "Send"),
-            ] {
-                if on {
-                    let _ = write!(s, " RTR-{t}");
-                }
+    match (kind, Revision::from_wire(f.revision), &f.error) {
+        (Some(kind), Some(revision), None) => StartupFrameRepr {
+            kind,
+            markers: f.markers,
+            crc: f.crc,
+            rejected: f.rejected,
+            revision,
+            enhanced: f.enhanced,
+            private_data: &f.private_data,
+        }
+        .to_string(),
+        // An invalid frame: its header fields as they came.
+        _ => {
+            let mut s = format!(
+                "{} rev {}, M {} C {}",
+                match f.kind {
+                    StartupKind::Request => "Request",
+                    StartupKind::Reply => "Reply",
+                    StartupKind::Unknown => "frame",
+                },
+                f.revision,
+                u8::from(f.markers),
+                u8::from(f.crc)
+            );
+            if let Some(e) = &f.error {
+                let _ = write!(s, " !! {e}");
             }
+            s
         }
     }
-    let _ = write!(s, ", M {} C {}", u8::from(f.markers), u8::from(f.crc));
-    if f.kind == StartupKind::Reply {
-        let _ = write!(s, " R {}", u8::from(f.rejected));
-    }
-    let pd = f.private_data.len();
-    if pd > 0 {
-        let _ = write!(
-            s,
-            ", {pd} octets of private data \"{}\"",
-            printable(&f.private_data, 32)
-        );
-    }
-    if f.rejected {
-        s.push_str(" REJECTED");
-    }
-    if let Some(e) = &f.error {
-        let _ = write!(s, " !! {e}");
-    }
-    s
 }
 
 fn indication_line(i: &IndicationInfo) -> String {
     match (&i.fields, &i.error) {
-        (Some(f), _) => {
-            let mut s = format!(
-                "Adaption Indication phase {}, {} mode, HC {} PC {}, VTag {:#06x}",
-                f.phase,
-                if f.rdma { "RDMA" } else { "DDP" },
-                u8::from(f.header_crc),
-                u8::from(f.payload_crc),
-                f.vtag
-            );
-            if let Some(m) = f.receive_markers {
-                let _ = write!(s, ", markers every {m} wanted");
-            }
-            s
-        }
+        (Some(ind), _) => ind.to_string(),
         (None, Some(e)) => format!("Adaption Indication !! {e}"),
         (None, None) => "Adaption Indication".into(),
     }
@@ -445,9 +428,9 @@ pub fn tree(event: &Event) -> Vec<String> {
                     e.ird,
                     e.ord,
                     onoff(e.peer_to_peer),
-                    onoff(e.rtr_write),
-                    onoff(e.rtr_read),
-                    onoff(e.rtr_send)
+                    onoff(e.rtr.write),
+                    onoff(e.rtr.read),
+                    onoff(e.rtr.send)
                 ));
             }
             if !f.private_data.is_empty() {
@@ -460,22 +443,8 @@ pub fn tree(event: &Event) -> Vec<String> {
             }
         }
         Event::IftIndication(i) => {
-            if let Some(f) = &i.fields {
-                t.push(format!(
-                    "version {}, phase {}, R {} HC {} PC {} IH {} IP {} SP {} SM {} RM {}, VTag {:#06x}, at TCP offset {}",
-                    f.version,
-                    f.phase,
-                    u8::from(f.rdma),
-                    u8::from(f.header_crc),
-                    u8::from(f.payload_crc),
-                    u8::from(f.ignore_header_crc),
-                    u8::from(f.ignore_payload_crc),
-                    u8::from(f.speculative_placement),
-                    u8::from(f.send_markers),
-                    f.receive_markers.map_or("0".to_string(), |m| format!("1 (every {m})")),
-                    f.vtag,
-                    i.offset
-                ));
+            if let Some(ind) = &i.fields {
+                t.push(format!("{}, at TCP offset {}", ind.tree(), i.offset));
             }
         }
         Event::Pdu(p) => pdu_tree(&mut t, p),

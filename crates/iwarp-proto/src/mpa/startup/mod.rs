@@ -74,6 +74,7 @@ mod initiator;
 mod negotiate;
 mod observe;
 mod outcome;
+pub mod pretty;
 mod reader;
 mod responder;
 
