@@ -202,8 +202,8 @@ pub struct OperationStats {
     end: f64,
     interval: f64,
     buckets: Vec<u64>,
-    /// Read latencies in nanoseconds.
-    latency: Histogram<u64>,
+    /// Read latencies in nanoseconds, once there is one.
+    latency: Option<Histogram<u64>>,
 }
 
 impl Default for OperationStats {
@@ -215,17 +215,13 @@ impl Default for OperationStats {
 impl OperationStats {
     /// Nothing counted.
     pub fn new() -> Self {
-        // 1 ns to an hour, three significant digits: about 200 KiB at
-        // most, allocated as it is used.
-        let latency = Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-            .expect("constant histogram bounds are valid");
         Self {
             classes: [ClassCount::default(); 3],
             start: None,
             end: 0.0,
             interval: BASE_INTERVAL,
             buckets: Vec::new(),
-            latency,
+            latency: None,
         }
     }
 
@@ -251,8 +247,14 @@ impl OperationStats {
         }
         self.buckets[at] += op.octets;
         if op.kind.class() == OperationClass::Read {
+            // 1 ns to an hour, two significant digits (1%): about 34 KiB,
+            // only for connections that have Reads.
+            let h = self.latency.get_or_insert_with(|| {
+                Histogram::new_with_bounds(1, 3_600_000_000_000, 2)
+                    .expect("constant histogram bounds are valid")
+            });
             let ns = (op.duration * 1e9).round().max(1.0) as u64;
-            let _ = self.latency.record(ns.min(self.latency.high()));
+            let _ = h.record(ns.min(h.high()));
         }
     }
 
@@ -265,22 +267,21 @@ impl OperationStats {
 
     /// The figures.
     pub fn summary(&self) -> OperationSummary {
-        let h = &self.latency;
         // The middle of each value's bucket: a single sample reads as
         // itself rather than as its bucket's bounds.
-        let secs = |ns: u64| h.median_equivalent(ns) as f64 / 1e9;
+        let secs = |h: &Histogram<u64>, ns: u64| h.median_equivalent(ns) as f64 / 1e9;
         OperationSummary {
             classes: self.classes,
             span: self.start.map_or(0.0, |s| (self.end - s).max(0.0)),
             interval: self.interval,
             throughput: self.buckets.clone(),
-            read_latency: (!h.is_empty()).then(|| Latency {
+            read_latency: self.latency.as_ref().map(|h| Latency {
                 count: h.len(),
-                min: secs(h.min()),
-                p50: secs(h.value_at_quantile(0.5)),
-                p90: secs(h.value_at_quantile(0.9)),
-                p99: secs(h.value_at_quantile(0.99)),
-                max: secs(h.max()),
+                min: secs(h, h.min()),
+                p50: secs(h, h.value_at_quantile(0.5)),
+                p90: secs(h, h.value_at_quantile(0.9)),
+                p99: secs(h, h.value_at_quantile(0.99)),
+                max: secs(h, h.max()),
             }),
         }
     }
