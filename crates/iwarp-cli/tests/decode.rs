@@ -765,7 +765,7 @@ Summary: 14 frames, 14 TCP segments; 1 iWARP connection
       10.0.0.1:47122 > 10.0.0.2:7174: 156 octets in 5 segments; 1 startup frame, 3 PDUs, 1 error
       10.0.0.2:7174 > 10.0.0.1:47122: 164 octets in 4 segments; 1 startup frame, 3 PDUs, 0 errors
       operations: Send 2 (32 octets), RDMA Read 1 (32 octets); 160.0 kB/s over 400.0 µs
-      Read latency (1 Read): min 200.0 µs, p50 200.0 µs, p90 200.0 µs, p99 200.0 µs, max 200.0 µs
+      Read latency (1 Read): min 200.2 µs, p50 200.2 µs, p90 200.2 µs, p99 200.2 µs, max 200.2 µs
   PDUs: MPA Reply 1, MPA Request 1, RDMA Read Request 1, RDMA Read Response 1, Send 3, Terminate 1
   errors: 1 (CRC 1, header 0, framing 0, gaps 0, checks 0)
 ";
