@@ -4,7 +4,7 @@
 //! on with more octets than its length announced.
 #![no_main]
 
-use iwarp_proto::framing::{FeedError, UlpduSink};
+use iwarp_proto::framing::{Deframer, FeedError, UlpduSink};
 use iwarp_proto::mpa::{FpduReceiver, FramingParams};
 use libfuzzer_sys::fuzz_target;
 

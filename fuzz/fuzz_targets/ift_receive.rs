@@ -9,11 +9,11 @@
 
 use std::time::Instant;
 
-use iwarp_proto::framing::{FeedError, UlpduSink};
+use iwarp_proto::framing::crc::crc32c;
+use iwarp_proto::framing::{Deframer, FeedError, UlpduSink};
 use iwarp_proto::ift::{
     IftConfig, IftReceiver, MarkerInterval, Negotiation, Role, RxCrc, RxParams, Status,
 };
-use iwarp_proto::mpa::crc::crc32c;
 use libfuzzer_sys::fuzz_target;
 
 /// Checks the sink contract while recording what it saw.

@@ -8,8 +8,9 @@
 use std::time::{Duration, Instant};
 
 use iwarp_proto::mpa::startup::{
-    CrcPolicy, Event, FrameKind, Initiator, IrdOrd, IrdOrdNegotiation, Responder, Revision,
-    RtrTypes, StartupConfig, StartupError, StartupFrame, StartupFrameRepr, StartupMachine, State,
+    CrcPolicy, Event, FrameKind, Initiator, IrdOrd, IrdOrdNegotiation, MpaStartup, Responder,
+    Revision, RtrTypes, StartupConfig, StartupError, StartupFrame, StartupFrameRepr,
+    StartupMachine, State,
 };
 use libfuzzer_sys::fuzz_target;
 

@@ -4,9 +4,11 @@
 //! * [`perf`]: perftest-style bandwidth and latency tests, iWARP and a plain-TCP baseline.
 //! * [`ping`]: the rping connectivity test, wire-compatible with rdma-core's `rping`.
 //! * [`decode`]: a capture decoder, pcap or pcapng in, MPA/IFT, DDP and RDMAP out.
+//! * [`soak`]: a soak test, many connections of mixed traffic with every octet checked.
 
 #![forbid(unsafe_code)]
 
 pub mod decode;
 pub mod perf;
 pub mod ping;
+pub mod soak;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use iwarp_cli::decode::{self, args::DecodeArgs};
 use iwarp_cli::perf::{self, args::PerfArgs};
 use iwarp_cli::ping::{self, args::PingArgs};
+use iwarp_cli::soak::{self, args::SoakArgs};
 
 /// iWARP over TCP, from the command line.
 #[derive(Parser, Debug)]
@@ -29,6 +30,9 @@ enum Command {
     /// Decode a pcap or pcapng capture of iWARP traffic: MPA startup frames (or IFT
     /// indications), FPDUs with CRC and markers, DDP and RDMAP, like tshark.
     Decode(DecodeArgs),
+    /// A soak test: many connections of mixed Send, RDMA Write and RDMA Read traffic for a
+    /// while, every octet checked; a summary with the errors (0 for a good run).
+    Soak(SoakArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,11 @@ fn main() -> ExitCode {
             return code;
         }
         Command::Decode(args) => return decode::run(args),
+        Command::Soak(args) => {
+            let code = runtime.block_on(soak::main(args));
+            runtime.shutdown_background();
+            return code;
+        }
     };
     // Do not wait for stray tasks (a loopback server blocked in accept, say).
     runtime.shutdown_background();

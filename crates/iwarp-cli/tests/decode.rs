@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::capture::{tagged, untagged, Framer, Tcp, C2S, S2C};
 use common::{hex, output_bounded, BIN};
-use iwarp_proto::framing::WireBatch;
+use iwarp_proto::framing::{Framer as _, WireBatch};
 use serde_json::Value;
 
 /// rping over siw's MPA Request (siw-observed.md, "siw as initiator"):
@@ -634,8 +634,8 @@ fn ift_indications_and_a_frame() {
     let b = IftConfig::new(0x2222);
     let mut t = Tcp::new(40009, 4791);
     t.handshake();
-    t.send(C2S, &a.indication(Phase::Zero).emit());
-    t.send(S2C, &b.indication(Phase::One).emit());
+    t.send(C2S, &a.indication(Phase::Zero).to_bytes());
+    t.send(S2C, &b.indication(Phase::One).to_bytes());
     // A's frames carry B's VTag, both CRCs.
     let mut tx = IftTransmitter::new(TxParams {
         header_crc: true,

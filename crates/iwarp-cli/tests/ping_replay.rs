@@ -12,7 +12,7 @@
 //! RDMAP Read Request fields: it must read exactly the recorded STag, address and length),
 //! the "go" Sends, and the RDMA Write of the ping text back into the advertised sink. The
 //! Read Response and the client's second Send are built by hand, as siw would build them.
-//! Only CRC32c arithmetic is borrowed (`iwarp_proto::mpa::crc`), and it is checked first
+//! Only CRC32c arithmetic is borrowed (`iwarp_proto::framing::crc`), and it is checked first
 //! against the CRC siw itself computed.
 //!
 //! The last test turns the roles around: a hand-built rping server (answering with siw's
@@ -26,7 +26,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use iwarp_proto::mpa::crc::crc32c;
+use iwarp_proto::framing::crc::crc32c;
 
 const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
 const LIMIT: Duration = Duration::from_secs(30);

@@ -14,7 +14,7 @@
 
 use iwarp_proto::ddp::header::header_len;
 use iwarp_proto::ddp::DDP_VERSION;
-use iwarp_proto::mpa::crc::{crc32c, from_wire};
+use iwarp_proto::framing::crc::{crc32c, from_wire};
 use iwarp_proto::mpa::fpdu::{fpdu_len, CRC_LEN, HEADER_LEN};
 
 /// What an offset holds.
@@ -68,7 +68,7 @@ pub fn boundary_at(bytes: &[u8], at_end: bool) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iwarp_proto::framing::WireBatch;
+    use iwarp_proto::framing::{Framer, WireBatch};
     use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 
     fn fpdus(n: usize) -> (Vec<u8>, Vec<usize>) {
@@ -86,7 +86,7 @@ mod tests {
             u.extend(std::iter::repeat_n(i as u8, 37 * i + 5));
             starts.push(wire.len());
             let mut batch = WireBatch::new();
-            tx.frame(&[&u], &mut batch).unwrap();
+            tx.frame(&[], &[&u], &mut batch).unwrap();
             batch.write_to(&[&u], &mut wire);
         }
         (wire, starts)

@@ -10,7 +10,8 @@
 //! boundary, so no resynchronisation is attempted.
 
 use iwarp_proto::ddp::header::header_len;
-use iwarp_proto::ift::{marker, FrameEvent, IftReceiver, IftRxError, Next, RxCrc, RxParams};
+use iwarp_proto::framing::{Deframer, FramingEvent, Next};
+use iwarp_proto::ift::{marker, IftReceiver, IftRxError, RxCrc, RxParams};
 
 use crate::event::{
     CrcInfo, CrcStatus, CrcUse, Event, FramingKind, GapAction, GapInfo, MarkerInfo, PduError,
@@ -97,7 +98,7 @@ impl IftDirection {
 
     /// The end of the capture.
     pub fn finish(&mut self, events: &mut Vec<Event>) {
-        if !self.stopped && (self.fed < self.buf.len() || !self.rx.at_frame_boundary()) {
+        if !self.stopped && (self.fed < self.buf.len() || !self.rx.at_boundary()) {
             events.push(Event::Note(Note::EndsInside {
                 framing: "frame",
                 start: self.buf_offset,
@@ -131,7 +132,7 @@ impl IftDirection {
                 true
             }
             Next::Framing => {
-                if self.rx.at_frame_boundary() && self.fed > 0 {
+                if self.rx.at_boundary() && self.fed > 0 {
                     self.buf.drain(..self.fed);
                     self.buf_offset += self.fed as u64;
                     self.fed = 0;
@@ -144,16 +145,16 @@ impl IftDirection {
                     Ok((n, event)) => {
                         self.fed += n;
                         match event {
-                            Some(FrameEvent::Begin {
+                            Some(FramingEvent::Begin {
                                 header_len,
                                 payload_len,
                             }) => {
                                 self.header_len = header_len;
                                 self.payload_len = payload_len;
                                 self.head.clear();
-                                self.head.extend_from_slice(self.rx.ddp_header());
+                                self.head.extend_from_slice(self.rx.header());
                             }
-                            Some(FrameEvent::End) => self.report(
+                            Some(FramingEvent::End) => self.report(
                                 CrcInfo::status(status(self.params.payload_crc)),
                                 None,
                                 events,

@@ -28,9 +28,9 @@
 //! marker opens an FPDU. The first marker whose FPDU starts at or after the
 //! damage gives a new FPDU boundary, where a fresh receiver starts.
 
-use iwarp_proto::mpa::{
-    crc, fpdu, marker, FpduReceiver, FramingEvent, FramingParams, MpaError, Next,
-};
+use iwarp_proto::framing::{crc, Deframer, FramingEvent, Next, MARKER_LEN};
+use iwarp_proto::mpa::marker::{self, INTERVAL};
+use iwarp_proto::mpa::{fpdu, FpduReceiver, FramingParams, MpaError};
 
 use crate::event::{
     CrcInfo, CrcStatus, CrcUse, Event, FramingKind, GapAction, GapInfo, MarkerInfo, PduError,
@@ -59,7 +59,7 @@ fn roll(tail: &mut [u8; 4], more: &[u8]) {
 
 /// Most octets kept while searching for a marker to resynchronise on:
 /// an FPDUPTR reaches at most 65535 octets back.
-const RESYNC_LOOKBACK: u64 = 65536 + 2 * marker::MARKER_INTERVAL;
+const RESYNC_LOOKBACK: u64 = 65536 + 2 * INTERVAL.get() as u64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -183,10 +183,10 @@ impl MpaDirection {
                     self.state = State::Stopped;
                     return;
                 }
-                Next::Ulpdu { run, .. } => {
+                Next::Payload { run, .. } => {
                     let n = run.min(input.len());
                     let bytes = &input[..n];
-                    if let Err(e) = self.rx.push_ulpdu(bytes) {
+                    if let Err(e) = self.rx.push_payload(bytes) {
                         self.error(e, events);
                         continue;
                     }
@@ -197,7 +197,7 @@ impl MpaDirection {
                     input = &input[n..];
                 }
                 Next::Framing => {
-                    if self.rx.at_fpdu_boundary() {
+                    if self.rx.at_boundary() {
                         self.buf_offset = self.rx.offset();
                         self.raw_len = 0;
                     }
@@ -228,11 +228,13 @@ impl MpaDirection {
     /// Handles what a `push_framing` completed.
     fn framing_event(&mut self, event: Option<FramingEvent>, events: &mut Vec<Event>) {
         match event {
-            Some(FramingEvent::UlpduBegin(len)) => {
+            Some(FramingEvent::Begin {
+                payload_len: len, ..
+            }) => {
                 self.ulpdu_len = len;
                 self.head.clear();
             }
-            Some(FramingEvent::UlpduEnd) => {
+            Some(FramingEvent::End) => {
                 let status = match self.crc {
                     CrcMode::On => CrcStatus::Ok,
                     CrcMode::Off => CrcStatus::Off,
@@ -282,9 +284,7 @@ impl MpaDirection {
             self.state = State::Stopped;
             return;
         }
-        if self.state == State::Running
-            && (!self.rx.at_fpdu_boundary() || self.fed < self.buf.len())
-        {
+        if self.state == State::Running && (!self.rx.at_boundary() || self.fed < self.buf.len()) {
             events.push(Event::Note(Note::CutByGap {
                 framing: "FPDU",
                 start: self.buf_offset,
@@ -325,7 +325,7 @@ impl MpaDirection {
             }
         }
         match self.state {
-            State::Running if self.fed < self.buf.len() || !self.rx.at_fpdu_boundary() => {
+            State::Running if self.fed < self.buf.len() || !self.rx.at_boundary() => {
                 let captured = if self.direct {
                     self.raw_len
                 } else {
@@ -380,13 +380,13 @@ impl MpaDirection {
                 self.state = State::Stopped;
                 false
             }
-            Next::Ulpdu { run, .. } => {
+            Next::Payload { run, .. } => {
                 let n = run.min(input.len());
                 if n == 0 {
                     return false;
                 }
                 let bytes = &input[..n];
-                if let Err(e) = self.rx.push_ulpdu(bytes) {
+                if let Err(e) = self.rx.push_payload(bytes) {
                     self.error(e, events);
                     return true;
                 }
@@ -399,7 +399,7 @@ impl MpaDirection {
                 if input.is_empty() {
                     return false;
                 }
-                if self.rx.at_fpdu_boundary() && self.fed > 0 {
+                if self.rx.at_boundary() && self.fed > 0 {
                     // Keep only the FPDU now starting.
                     self.buf.drain(..self.fed);
                     self.buf_offset += self.fed as u64;
@@ -489,7 +489,7 @@ impl MpaDirection {
                     expected,
                     fpdu: self.buf_offset,
                 }));
-                let from = marker_offset + marker::MARKER_LEN as u64;
+                let from = marker_offset + MARKER_LEN as u64;
                 self.state = State::Resync {
                     from,
                     lost_at: self.buf_offset,
@@ -508,8 +508,8 @@ impl MpaDirection {
             MarkerInfo::list(
                 raw,
                 self.buf_offset,
-                marker::next_marker_at(self.buf_offset),
-                marker::MARKER_INTERVAL,
+                INTERVAL.next_marker_at(self.buf_offset),
+                u64::from(INTERVAL.get()),
                 |m| u32::from(marker::decode(m)),
             )
         } else {
@@ -598,8 +598,8 @@ impl MpaDirection {
         let mut from = from.max(self.buf_offset);
         let end = self.buf_offset + self.buf.len() as u64;
         loop {
-            let at = marker::next_marker_at(from);
-            if at + marker::MARKER_LEN as u64 > end {
+            let at = INTERVAL.next_marker_at(from);
+            if at + MARKER_LEN as u64 > end {
                 // Not there yet: keep what a later marker may point back to.
                 let keep_from = at.saturating_sub(RESYNC_LOOKBACK).max(self.buf_offset);
                 let drop = usize::try_from(keep_from - self.buf_offset).unwrap_or(0);
@@ -609,7 +609,7 @@ impl MpaDirection {
                 return false;
             }
             let i = usize::try_from(at - self.buf_offset).unwrap_or(usize::MAX);
-            let Some(&[a, b, c, d]) = self.buf.get(i..i + marker::MARKER_LEN) else {
+            let Some(&[a, b, c, d]) = self.buf.get(i..i + MARKER_LEN) else {
                 self.state = State::Stopped;
                 return true;
             };
@@ -621,8 +621,8 @@ impl MpaDirection {
             } else {
                 at.checked_sub(ptr).map(|header| {
                     // An FPDU that begins with a marker starts at it.
-                    match header.checked_sub(marker::MARKER_LEN as u64) {
-                        Some(m) if marker::is_marker_at(m) => m,
+                    match header.checked_sub(MARKER_LEN as u64) {
+                        Some(m) if INTERVAL.is_marker_at(m) => m,
                         _ => header,
                     }
                 })
@@ -647,7 +647,7 @@ impl MpaDirection {
                     return true;
                 }
                 // That FPDU began in what was lost: try the next marker.
-                _ => from = at + marker::MARKER_LEN as u64,
+                _ => from = at + MARKER_LEN as u64,
             }
         }
     }

@@ -102,11 +102,15 @@ impl serde::Serialize for TerminateJson<'_> {
         };
         m.serialize_entry("error", &error)?;
         if let Some(d) = &t.ddp {
-            if let Ok(seg) = iwarp_proto::ddp::Segment::new_checked(d.header()) {
-                m.serialize_entry("ddp_copy", &CopyJson(d, &seg.repr(), seg.version()))?;
+            if let Ok(copy) = Pdu::parse(d.header(), d.header().len()) {
+                m.serialize_entry("ddp_copy", &CopyJson(d, &copy.header, copy.dv))?;
             }
         }
-        if let Some(r) = t.rdmap.as_ref().and_then(|r| ReadRequest::parse(r)) {
+        if let Some(r) = t
+            .rdmap
+            .as_ref()
+            .and_then(|r| ReadRequest::parse_bytes(r).ok())
+        {
             m.serialize_entry("rdmap_copy", &ReadRequestJson(&r))?;
         }
         m.end()

@@ -155,7 +155,7 @@ fn frame_info<T: AsRef<[u8]>>(
 /// than 64 octets are in.
 pub fn indication(bytes: &[u8], offset: u64) -> Option<(IndicationInfo, Option<Indication>)> {
     let octets = bytes.get(..INDICATION_LEN)?;
-    Some(match Indication::parse(octets) {
+    Some(match Indication::parse_bytes(octets) {
         Ok(ind) => (
             IndicationInfo {
                 offset,

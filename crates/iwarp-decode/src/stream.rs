@@ -218,7 +218,7 @@ impl DirectionDecoder {
             start: self.buf_offset + skip,
             crc,
             header_crc: None,
-            markers: markers.then_some(iwarp_proto::mpa::marker::MARKER_INTERVAL as u16),
+            markers: markers.then_some(iwarp_proto::mpa::marker::INTERVAL.get()),
             vtag: None,
             max_reads: how.max_reads,
             basis: how.basis,

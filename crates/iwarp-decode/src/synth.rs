@@ -250,8 +250,9 @@ impl Framer {
     ///
     /// If `ulpdu` is longer than an FPDU holds.
     pub fn fpdu(&mut self, ulpdu: &[u8]) -> Vec<u8> {
+        use iwarp_proto::framing::Framer as _;
         let mut batch = iwarp_proto::framing::WireBatch::new();
-        self.tx.frame(&[ulpdu], &mut batch).expect("frame");
+        self.tx.frame(&[], &[ulpdu], &mut batch).expect("frame");
         let mut out = Vec::new();
         batch.write_to(&[ulpdu], &mut out);
         out

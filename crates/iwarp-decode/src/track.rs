@@ -11,8 +11,9 @@
 
 use std::collections::VecDeque;
 
-use iwarp_proto::ddp::{Segment, SegmentHeader};
+use iwarp_proto::ddp::SegmentHeader;
 use iwarp_proto::memory::STag;
+use iwarp_proto::rdmap::pretty::Pdu;
 use iwarp_proto::rdmap::{Opcode, ReadRequest};
 
 use crate::checks::{Finding, FindingKind, MessageRef};
@@ -336,7 +337,7 @@ impl Tracker {
         dir: usize,
         q: usize,
         op: Opcode,
-        segment: &iwarp_proto::rdmap::pretty::Pdu,
+        segment: &Pdu,
         p: &PduInfo,
         frame: u64,
         time: f64,
@@ -531,7 +532,8 @@ impl Tracker {
             return;
         }
         if let Some(copy) = &t.ddp {
-            let named = Segment::new_checked(copy.header()).ok().map(|s| s.repr());
+            let header = copy.header();
+            let named = Pdu::parse(header, header.len()).ok().map(|p| p.header);
             let sent = named.and_then(|h| other.recent.iter().rev().find(|s| s.header == h));
             match sent {
                 None => finding(out, dir, FindingKind::TerminateCopyUnmatched, &[frame]),
@@ -548,7 +550,11 @@ impl Tracker {
                 }
             }
         }
-        if let Some(copy) = t.rdmap.as_ref().and_then(|r| ReadRequest::parse(r)) {
+        if let Some(copy) = t
+            .rdmap
+            .as_ref()
+            .and_then(|r| ReadRequest::parse_bytes(r).ok())
+        {
             let seen = other.recent.iter().any(|s| s.read_request == Some(copy))
                 || other.reads.iter().any(|r| r.request == copy);
             if !seen {

@@ -46,7 +46,7 @@ pub fn interpret(
         Ok(s) => s,
         Err(e) => {
             errors.push(PduError::ShortDdpHeader {
-                len: e.len,
+                len: e.available,
                 needed: e.needed,
             });
             return out;

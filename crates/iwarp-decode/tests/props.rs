@@ -238,14 +238,14 @@ proptest! {
         flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..4),
     ) {
         use iwarp_decode::event::{CrcStatus, Event};
-        use iwarp_proto::framing::WireBatch;
+        use iwarp_proto::framing::{Framer, WireBatch};
         use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 
         let mut tx = FpduTransmitter::new(FramingParams { crc: true, send_markers: markers, receive_markers: false });
         let mut wire = Vec::new();
         for u in &ulpdus {
             let mut batch = WireBatch::new();
-            tx.frame(&[u], &mut batch).expect("frame");
+            tx.frame(&[], &[u], &mut batch).expect("frame");
             batch.write_to(&[u], &mut wire);
         }
         let feed = |wire: &[u8]| {

@@ -21,7 +21,7 @@ struct Side {
 }
 
 fn side(access: Access) -> Side {
-    let table = Arc::new(MemoryTable::new());
+    let table = Arc::new(MemoryTable::with_seed(1));
     let pd = table.alloc_pd();
     let buf = MemoryBuffer::new(MSG);
     let stag = table

@@ -6,7 +6,7 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use iwarp_proto::framing::{UlpduSink, WireBatch};
+use iwarp_proto::framing::{Deframer, Framer, UlpduSink, WireBatch};
 use iwarp_proto::ift::{IftReceiver, IftTransmitter, TxParams};
 
 const SIZES: [(usize, &str); 4] = [
@@ -93,7 +93,7 @@ fn bench_receive(c: &mut Criterion) {
                 for chunk in wire.chunks(64 * 1024) {
                     rx.receive(chunk, &mut sink).unwrap();
                 }
-                black_box(rx.frames_received())
+                black_box(rx.pdus_received())
             })
         });
     }

@@ -5,9 +5,8 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use iwarp_proto::framing::UlpduSink;
-use iwarp_proto::framing::WireBatch;
-use iwarp_proto::mpa::{crc, FpduReceiver, FpduTransmitter, FramingParams};
+use iwarp_proto::framing::{crc, Deframer, Framer, UlpduSink, WireBatch};
+use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams};
 
 const SIZES: [(usize, &str); 4] = [
     (64, "64B"),
@@ -47,9 +46,9 @@ fn bench_transmit(c: &mut Criterion) {
             group.bench_function(id, |b| {
                 b.iter(|| {
                     batch.clear();
-                    tx.frame(&[&header, &payload], &mut batch).unwrap();
+                    tx.frame(&header, &[&payload], &mut batch).unwrap();
                     // Walk the pieces as a vectored write would.
-                    let slices = [&header[..], &payload[..]];
+                    let slices = [&payload[..]];
                     let total: usize = batch.pieces(&slices).map(<[u8]>::len).sum();
                     black_box(total)
                 })
@@ -93,7 +92,7 @@ fn bench_receive(c: &mut Criterion) {
             let mut wire = Vec::new();
             for _ in 0..count {
                 batch.clear();
-                tx.frame(&[&ulpdu], &mut batch).unwrap();
+                tx.frame(&[], &[&ulpdu], &mut batch).unwrap();
                 batch.write_to(&[&ulpdu], &mut wire);
             }
             let mut sink = Place {
@@ -108,7 +107,7 @@ fn bench_receive(c: &mut Criterion) {
                     for chunk in wire.chunks(64 * 1024) {
                         rx.receive(chunk, &mut sink).unwrap();
                     }
-                    black_box(rx.fpdus_received())
+                    black_box(rx.pdus_received())
                 })
             });
         }

@@ -21,3 +21,4 @@ pub mod mpa;
 pub mod rdmap;
 #[cfg(test)]
 mod test_util;
+pub mod wire;

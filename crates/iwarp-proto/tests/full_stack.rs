@@ -6,12 +6,12 @@
 mod common;
 
 use common::{drive, op, pattern, Node, Op, Rng, Wire};
-use iwarp_proto::framing::{FeedError, WireBatch};
+use iwarp_proto::framing::{
+    Deframer, FeedError, Framer, FramingEvent, LlpError, LlpErrorCode, Next, WireBatch,
+};
 use iwarp_proto::memory::Access;
 use iwarp_proto::mpa::mulpdu::mulpdu;
-use iwarp_proto::mpa::{
-    FpduReceiver, FpduTransmitter, FramingEvent, FramingParams, LlpErrorCode, Next,
-};
+use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams};
 use iwarp_proto::rdmap::{CompletionOpcode, CompletionStatus, Event, QpState, SendFlags};
 use proptest::prelude::*;
 
@@ -47,10 +47,12 @@ impl Stack {
     fn pump_out_frames(&mut self, wire: &mut Vec<u8>) {
         while let Some(t) = self.node.qp.poll_transmit() {
             let locked = t.lock().expect("source valid");
-            let slices = locked.slices();
+            let [header, payload] = locked.slices();
             self.batch.clear();
-            self.tx.frame(&slices, &mut self.batch).expect("ULPDU fits");
-            self.batch.write_to(&slices, wire);
+            self.tx
+                .frame(header, &[payload], &mut self.batch)
+                .expect("ULPDU fits");
+            self.batch.write_to(&[payload], wire);
         }
     }
 
@@ -80,8 +82,8 @@ impl Stack {
                     Ok((used, ev)) => {
                         pos += used;
                         let r = match ev {
-                            Some(FramingEvent::UlpduBegin(n)) => qp.ulpdu_begin(n),
-                            Some(FramingEvent::UlpduEnd) => qp.ulpdu_end(),
+                            Some(FramingEvent::Begin { payload_len: n, .. }) => qp.ulpdu_begin(n),
+                            Some(FramingEvent::End) => qp.ulpdu_end(),
                             None => Ok(()),
                         };
                         if r.is_err() {
@@ -93,7 +95,7 @@ impl Stack {
                         return;
                     }
                 },
-                Next::Ulpdu { run, .. } => {
+                Next::Payload { run, .. } => {
                     let n = run.min(chunk.len() - pos);
                     let src = &chunk[pos..pos + n];
                     let k = if qp.placement_target().is_some() {
@@ -112,7 +114,7 @@ impl Stack {
                     };
                     // CRC over the received octets, not the region, which
                     // the user may be writing concurrently (as siw does).
-                    if let Err(e) = self.rx.push_ulpdu(&chunk[pos..pos + k]) {
+                    if let Err(e) = self.rx.push_payload(&chunk[pos..pos + k]) {
                         qp.handle_llp_error(e.llp_code());
                         return;
                     }

@@ -10,12 +10,12 @@ mod common;
 use std::time::Instant;
 
 use common::{drive, op, pattern, Node, Op, Rng, Wire};
-use iwarp_proto::framing::{FeedError, UlpduSink, WireBatch};
-use iwarp_proto::ift::{
-    FrameEvent, IftConfig, IftReceiver, IftTransmitter, MarkerInterval, Negotiation, Next, Role,
+use iwarp_proto::framing::LlpErrorCode;
+use iwarp_proto::framing::{
+    Deframer, FeedError, Framer, FramingEvent, LlpError, Next, UlpduSink, WireBatch,
 };
+use iwarp_proto::ift::{IftConfig, IftReceiver, IftTransmitter, MarkerInterval, Negotiation, Role};
 use iwarp_proto::memory::Access;
-use iwarp_proto::mpa::LlpErrorCode;
 use iwarp_proto::rdmap::{CompletionStatus, Event, ProtocolError, QpState, SendFlags};
 use proptest::prelude::*;
 
@@ -110,17 +110,17 @@ impl Stack {
                     Ok((used, ev)) => {
                         pos += used;
                         let r = match ev {
-                            Some(FrameEvent::Begin {
+                            Some(FramingEvent::Begin {
                                 header_len,
                                 payload_len,
                             }) => qp.ulpdu_begin(header_len + payload_len).and_then(|()| {
                                 if header_len > 0 {
-                                    qp.ulpdu_data(rx.ddp_header())
+                                    qp.ulpdu_data(rx.header())
                                 } else {
                                     Ok(())
                                 }
                             }),
-                            Some(FrameEvent::End) => qp.ulpdu_end(),
+                            Some(FramingEvent::End) => qp.ulpdu_end(),
                             None if pos == chunk.len() => return,
                             None => Ok(()),
                         };

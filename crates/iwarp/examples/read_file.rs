@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use iwarp::proto::mpa::crc::crc32c;
+use iwarp::proto::framing::crc::crc32c;
 use iwarp::{
     connect, Access, CompletionStatus, Config, ConnectRequest, Listener, MemoryRegion,
     ProtectionDomain, QpOptions, RemoteKey,

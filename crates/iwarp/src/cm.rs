@@ -7,41 +7,43 @@
 //! operation as a [`QueuePair`].
 //!
 //! The listener runs each incoming startup in its own task, so a slow or
-//! silent peer holds up nobody, and hands only valid requests to
+//! silent peer holds up nobody (and when too many are pending, the oldest
+//! is closed to make room), and hands only valid requests to
 //! [`Listener::accept`]; the application then accepts with its own private
 //! data or rejects with a reason.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{lookup_host, TcpListener, TcpStream, ToSocketAddrs};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use iwarp_proto::ift::{
-    self, IftParams, IftReceiver, IftTransmitter, Negotiation, NegotiationError, Status,
-};
+use iwarp_proto::framing::{AnyDeframer, AnyFramer, Framer, StartupMachine};
+use iwarp_proto::ift::{self, IftParams, IftReceiver, IftTransmitter, Negotiation};
 use iwarp_proto::memory::StreamId;
 use iwarp_proto::mpa::startup::{
-    Established, Event, ImmediateStart, Initiator, IrdOrd, PeerRequest, Responder, Revision, Role,
-    StartupMachine,
+    Established, Event, ImmediateStart, Initiator, IrdOrd, MpaStartup, PeerRequest, Responder,
+    Revision, Role,
 };
 use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams};
 use iwarp_proto::rdmap::QueuePairConfig;
 
 use crate::config::{Config, Framing, QpOptions};
-use crate::connection::{Deframer, Framer, Shared, Startup};
+use crate::connection::{Shared, Startup};
 use crate::error::Error;
 use crate::info::ConnectionInfo;
 use crate::qp::QueuePair;
 use crate::socket;
 
-/// Startups a listener runs at once at most; more wait for a slot, so a
-/// flood of silent peers costs bounded memory.
+/// Startups a listener runs at once at most, so that a flood of silent
+/// peers costs bounded memory; past it, the oldest is closed for the newest.
 const MAX_PENDING_STARTUPS: usize = 256;
 
 /// Accepted requests waiting for [`Listener::accept`].
@@ -126,7 +128,8 @@ pub async fn connect_stream(
                         private_data: r.private_data,
                     })
                 }
-                Event::RequestReceived(_) | Event::Refused(_) => {
+                Event::Refused(e) => return Err(Error::Startup(e)),
+                Event::RequestReceived(_) => {
                     return Err(Error::Io(io::Error::other("unexpected startup event")))
                 }
             }
@@ -170,27 +173,7 @@ async fn negotiate_ift(
     let mut ift_config = config.ift;
     ift_config.vtag = random_vtag();
     let mut n = Negotiation::new(role, ift_config, Instant::now());
-    let mut buf = vec![0u8; STARTUP_READ];
-    let mut pending = Vec::new();
-    let failed = |e: NegotiationError| Error::Ift(e);
-    loop {
-        while let Some(out) = n.poll_transmit() {
-            stream.write_all(&out).await?;
-        }
-        match n.status() {
-            Status::Done(params) => return Ok((params, pending)),
-            Status::Failed(e) => return Err(failed(e)),
-            Status::Negotiating => {}
-        }
-        match read_until(stream, &mut buf, n.poll_timeout()).await? {
-            None => n.handle_timeout(Instant::now()).map_err(failed)?,
-            Some(0) => n.handle_eof().map_err(failed)?,
-            Some(got) => {
-                let used = n.handle_input(&buf[..got]).map_err(failed)?;
-                pending.extend_from_slice(&buf[used..got]);
-            }
-        }
-    }
+    drive(stream, &mut n, Vec::new()).await
 }
 
 /// The outcome of the immediate-start profile, which has no exchange.
@@ -221,26 +204,28 @@ async fn read_until(
     Ok(Some(read?))
 }
 
-/// Exchanges startup octets until the machine reports an event. Returns
-/// the event and the octets read past the peer's frame.
-async fn drive<M: StartupMachine>(
+/// Exchanges startup octets, MPA's frames or IFT's indications, until the
+/// machine reports an event. Returns the event and the octets read past
+/// the peer's startup message.
+async fn drive<M>(
     stream: &mut TcpStream,
     m: &mut M,
     mut pending: Vec<u8>,
-) -> Result<(Event, Vec<u8>), Error> {
+) -> Result<(M::Event, Vec<u8>), Error>
+where
+    M: StartupMachine,
+    Error: From<M::Error>,
+{
     let mut buf = vec![0u8; STARTUP_READ];
     loop {
         while let Some(out) = m.poll_transmit() {
             stream.write_all(&out).await?;
         }
         if let Some(event) = m.poll_event() {
-            return match event {
-                Event::Refused(e) => Err(Error::Startup(e)),
-                other => Ok((other, pending)),
-            };
+            return Ok((event, pending));
         }
         if let Some(e) = m.error() {
-            return Err(Error::Startup(e.clone()));
+            return Err(e.clone().into());
         }
         if !pending.is_empty() {
             let used = m.handle_input(&pending, Instant::now())?;
@@ -269,14 +254,11 @@ fn start(
     qp: QpOptions,
     emss: usize,
 ) -> Result<QueuePair, Error> {
-    let (info, framer, deframer) = match settled {
+    let (info, framer, deframer, hold) = match settled {
         Settled::Mpa(established) => {
             let framing = established.framing;
-            let mut tx = FpduTransmitter::new(framing);
             // RFC 5044 §7.1.2 rule 4.
-            if established.must_receive_before_sending() {
-                tx.hold_until_first_fpdu();
-            }
+            let hold = established.must_receive_before_sending();
             let info = ConnectionInfo {
                 role: established.role,
                 revision: established.revision,
@@ -290,8 +272,9 @@ fn start(
             };
             (
                 info,
-                Framer::Mpa(tx),
-                Deframer::Mpa(FpduReceiver::new(framing)),
+                AnyFramer::Mpa(FpduTransmitter::new(framing)),
+                AnyDeframer::Mpa(FpduReceiver::new(framing)),
+                hold,
             )
         }
         Settled::Ift(params, role) => {
@@ -316,8 +299,9 @@ fn start(
             };
             (
                 info,
-                Framer::Ift(IftTransmitter::new(params.tx)),
-                Deframer::Ift(IftReceiver::new(params.rx)),
+                AnyFramer::Ift(IftTransmitter::new(params.tx)),
+                AnyDeframer::Ift(IftReceiver::new(params.rx)),
+                false,
             )
         }
     };
@@ -344,6 +328,7 @@ fn start(
         leftover,
         framer,
         deframer,
+        hold_until_received: hold,
         rtr,
         send_cq: qp.send_cq,
         recv_cq: qp.recv_cq,
@@ -400,12 +385,41 @@ impl Listener {
     }
 }
 
+/// The startups a listener is running, oldest first, each with the handle
+/// that ends it.
+#[derive(Debug, Default)]
+struct PendingStartups {
+    next_id: u64,
+    queue: VecDeque<(u64, AbortHandle)>,
+}
+
+impl PendingStartups {
+    /// Makes room for one more startup: at the limit, the oldest gives way
+    /// (its connection is closed). Waiting for a slot instead would let a
+    /// flood of silent peers hold every slot and keep real clients out.
+    fn admit(&mut self) -> (u64, AbortRegistration) {
+        if self.queue.len() >= MAX_PENDING_STARTUPS {
+            if let Some((_, oldest)) = self.queue.pop_front() {
+                oldest.abort();
+            }
+        }
+        let (handle, registration) = AbortHandle::new_pair();
+        let id = self.next_id;
+        self.next_id += 1;
+        self.queue.push_back((id, handle));
+        (id, registration)
+    }
+
+    fn finished(&mut self, id: u64) {
+        if let Some(at) = self.queue.iter().position(|(i, _)| *i == id) {
+            self.queue.remove(at);
+        }
+    }
+}
+
 async fn listen(tcp: TcpListener, config: Arc<Config>, tx: mpsc::Sender<ConnectRequest>) {
-    let slots = Arc::new(Semaphore::new(MAX_PENDING_STARTUPS));
+    let pending = Arc::new(Mutex::new(PendingStartups::default()));
     loop {
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            return;
-        };
         let (stream, peer) = match tcp.accept().await {
             Ok(c) => c,
             Err(e) => {
@@ -415,18 +429,32 @@ async fn listen(tcp: TcpListener, config: Arc<Config>, tx: mpsc::Sender<ConnectR
                 continue;
             }
         };
+        let (id, registration) = lock(&pending).admit();
         let config = config.clone();
         let tx = tx.clone();
-        tokio::spawn(async move {
+        let pending = pending.clone();
+        let startup = async move {
             match accept_stream(stream, &config, &[]).await {
                 Ok(request) => {
                     let _ = tx.send(request).await;
                 }
                 Err(e) => tracing::debug!(%peer, error = %e, "incoming startup failed"),
             }
-            drop(permit);
+        };
+        // A request waiting for `accept` still counts until it is taken.
+        tokio::spawn(async move {
+            if Abortable::new(startup, registration).await.is_err() {
+                tracing::debug!(%peer, "incoming startup closed to make room for a newer one");
+            }
+            lock(&pending).finished(id);
         });
     }
+}
+
+fn lock(pending: &Mutex<PendingStartups>) -> std::sync::MutexGuard<'_, PendingStartups> {
+    pending
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs the MPA startup as responder on a connected TCP stream, up to the
@@ -465,8 +493,10 @@ pub async fn accept_stream(
                 Instant::now(),
             )?;
             let (event, leftover) = drive(&mut stream, &mut m, Vec::new()).await?;
-            let Event::RequestReceived(request) = event else {
-                return Err(Error::Io(io::Error::other("unexpected startup event")));
+            let request = match event {
+                Event::RequestReceived(request) => request,
+                Event::Refused(e) => return Err(Error::Startup(e)),
+                _ => return Err(Error::Io(io::Error::other("unexpected startup event"))),
             };
             (Machine::Mpa(Box::new(m)), Some(request), leftover)
         }

@@ -29,7 +29,7 @@ pub enum Error {
     /// The IFT negotiation failed (an unacceptable or malformed Adaption
     /// Indication, a timeout). The TCP connection was closed.
     #[error("IFT negotiation: {0}")]
-    Ift(iwarp_proto::ift::NegotiationError),
+    Ift(#[from] iwarp_proto::ift::NegotiationError),
     /// The peer rejected the connection; its private data usually says
     /// why.
     #[error("connection rejected by the peer ({} octets of private data)", private_data.len())]

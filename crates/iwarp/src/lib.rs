@@ -47,6 +47,7 @@ pub use memory::{
 };
 pub use qp::{QpStats, QueuePair};
 
+pub use iwarp_proto::framing::FramingError;
 pub use iwarp_proto::mpa::startup::{
     Awaiting, CrcPolicy, FrameKind, IrdOrd, Revision, Role, RtrType, RtrTypes, StartupConfig,
     StartupError,

@@ -89,16 +89,20 @@ pub struct RegisterOptions {
     /// (`rping` advertises buffer addresses). Default 0.
     pub base_to: u64,
     /// The 8-bit key in the low octet of the STag (verbs rkey style).
-    pub key: u8,
+    /// `None`, the default, lets the stack choose an unpredictable one;
+    /// with a key of your own, an STag a peer kept from an earlier
+    /// registration can name a new one after 2^24 registrations, unless
+    /// you change the key.
+    pub key: Option<u8>,
 }
 
 impl RegisterOptions {
-    /// The given rights, tagged offsets from 0, key 0.
+    /// The given rights, tagged offsets from 0, a key the stack chooses.
     pub const fn new(access: Access) -> Self {
         Self {
             access,
             base_to: 0,
-            key: 0,
+            key: None,
         }
     }
 }

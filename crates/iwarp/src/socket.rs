@@ -9,7 +9,7 @@ use std::io;
 use socket2::SockRef;
 use tokio::net::TcpStream;
 
-use iwarp_proto::mpa::mulpdu::DEFAULT_EMSS;
+use iwarp_proto::framing::mulpdu::DEFAULT_EMSS;
 
 /// Applies `TCP_NODELAY` as asked and reads the EMSS.
 ///

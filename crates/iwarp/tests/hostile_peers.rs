@@ -26,8 +26,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use iwarp::proto::framing::{LlpError, LlpErrorCode};
 use iwarp::proto::mpa::startup::{Awaiting, FrameKind, StartupError};
-use iwarp::proto::mpa::LlpErrorCode;
 use iwarp::proto::rdmap::TerminateMessage;
 use iwarp::{
     connect, Access, CompletionStatus, Config, ConnectionError, CrcPolicy, Error, FramingParams,
@@ -43,59 +43,6 @@ fn send(msn: u32, payload: &[u8]) -> Vec<u8> {
     u.extend(0u32.to_be_bytes());
     u.extend(payload);
     u
-}
-
-/// An RDMA Write segment (tagged, last) to `stag` at `to`.
-fn write(stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
-    let mut u = hex("c140");
-    u.extend(stag.to_be_bytes());
-    u.extend(to.to_be_bytes());
-    u.extend(payload);
-    u
-}
-
-/// The Terminate segment (untagged, last, QN 2, MSN 1) our end sends
-/// first, carrying `payload`.
-fn terminate(payload: &[u8]) -> Vec<u8> {
-    let mut u = hex("4147 00000000 00000002 00000001 00000000");
-    u.extend(payload);
-    u
-}
-
-/// A raw MPA initiator connects to our listener (configured with `cfg`)
-/// with a revision 1 Request asking for CRC as `crc` says; we accept with
-/// `opts` and no private data. Checks the Reply octets.
-async fn raw_initiator(cfg: Config, crc: bool, opts: QpOptions) -> (RawPeer, QueuePair) {
-    let mut listener = Listener::bind("127.0.0.1:0", cfg.clone()).await.unwrap();
-    let addr = listener.local_addr();
-    let request = startup_frame(FrameKind::Request, Revision::Rev1, crc, b"");
-    let accept = async move {
-        let req = listener.accept().await.unwrap();
-        req.accept(opts, b"").await.unwrap()
-    };
-    let ((raw, reply), qp) = within("raw startup", async {
-        tokio::join!(RawPeer::initiate(addr, &request), accept)
-    })
-    .await;
-    // Revision 1, C as either asked, M as our end asks, no private data.
-    let flags = if crc || cfg.startup.crc.sends_crc() {
-        0x40
-    } else {
-        0
-    } | if cfg.startup.request_markers { 0x80 } else { 0 };
-    let mut want = b"MPA ID Rep Frame".to_vec();
-    want.extend([flags, 1, 0, 0]);
-    assert_eq!(reply, want);
-    (raw, qp)
-}
-
-/// Reads what our end sends until it closes, and checks it is exactly
-/// one FPDU carrying `ulpdu`, framed as `raw` receives.
-async fn expect_terminate(raw: &mut RawPeer, ulpdu: &[u8]) -> Vec<u8> {
-    let (got, _) = raw.read_to_end().await;
-    let want = first_fpdu(raw.framing.mirrored(), ulpdu);
-    assert_eq!(got, want, "\n got {got:02x?}\nwant {want:02x?}");
-    got
 }
 
 /// Waits for `qp` to end and checks its error, and that its receives
@@ -602,7 +549,9 @@ async fn terminate_from_the_peer() {
     let e = expect_end(&qp, &[1, 2]).await;
     assert_eq!(
         e,
-        ConnectionError::TerminateReceived(TerminateMessage::parse(&hex("0000 0000")).unwrap())
+        ConnectionError::TerminateReceived(
+            TerminateMessage::parse_bytes(&hex("0000 0000")).unwrap()
+        )
     );
     assert_no_panics();
 }

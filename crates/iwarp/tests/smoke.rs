@@ -14,7 +14,6 @@ async fn every_operation_once() {
         let req = listener.accept().await.unwrap();
         assert_eq!(req.private_data(), b"hello");
         let pd = ProtectionDomain::new();
-        let qp = req.accept(QpOptions::new(pd), b"welcome").await.unwrap();
         let inbox = pd
             .register(
                 vec![0u8; 4096],
@@ -22,18 +21,24 @@ async fn every_operation_once() {
             )
             .unwrap();
         inbox.copy_from(1000, b"readable").unwrap();
+        // iWARP has no receiver-not-ready: the receive for the client's
+        // first Send must be posted before the connection moves data.
+        let opts = QpOptions::new(pd).post_recv(1, inbox.sge(0..64).unwrap());
+        let qp = req.accept(opts, b"welcome").await.unwrap();
         // Receive the client's Send, which carries nothing but a ping.
-        let c = qp.recv(inbox.sge(0..64).unwrap()).await.unwrap();
-        assert_eq!(c.byte_len, 5);
+        let c = qp.recv_cq().next().await;
+        assert_eq!((c.wr_id, c.byte_len), (1, 5));
         assert_eq!(&inbox.to_vec()[..5], b"ping!");
-        // Tell the client where our buffer is.
+        // Tell the client where our buffer is, with the receive for its
+        // Write notice already posted.
         let key = pd
             .register(inbox.remote_key().to_bytes().to_vec(), Access::empty())
             .unwrap();
+        qp.post_recv(2, inbox.sge(3000..3100).unwrap()).unwrap();
         qp.send(key.sge(..).unwrap()).await.unwrap();
         // Wait for the client's Write notice.
-        let c = qp.recv(inbox.sge(3000..3100).unwrap()).await.unwrap();
-        assert_eq!(c.byte_len, 4);
+        let c = qp.recv_cq().next().await;
+        assert_eq!((c.wr_id, c.byte_len), (2, 4));
         assert_eq!(&inbox.to_vec()[2000..2010], b"written!!!");
         qp.closed().await;
     });

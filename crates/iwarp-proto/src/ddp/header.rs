@@ -1,13 +1,15 @@
 //! DDP segment headers on the wire (RFC 5041 §4).
 //!
 //! [`Segment`] is a zero-copy view over the octets of a DDP segment (a
-//! ULPDU), in the style of smoltcp's `wire` packets: `new_checked` verifies
-//! the length once, then accessors never panic. [`TaggedHeader`] and
-//! [`UntaggedHeader`] are the plain values parsed from and emitted into
-//! those octets. The RsvdULP fields are carried opaquely; RDMAP gives them
-//! meaning.
+//! ULPDU), in the style of [`crate::wire`]: `new_checked` verifies the
+//! length once, then accessors read the raw fields and never panic.
+//! [`SegmentHeader`] (a [`TaggedHeader`] or an [`UntaggedHeader`]) is the
+//! value parsed from and emitted into those octets. The RsvdULP fields are
+//! carried opaquely; RDMAP gives them meaning.
 
+use super::error::{DdpError, TaggedError, UntaggedError};
 use crate::memory::STag;
+use crate::wire::{be32, be64, Truncated};
 
 /// The DDP version this implementation speaks (RFC 5041 §4.1, DV = 1).
 pub const DDP_VERSION: u8 = 1;
@@ -19,16 +21,6 @@ pub const UNTAGGED_HEADER_LEN: usize = 18;
 const T_FLAG: u8 = 0x80;
 const L_FLAG: u8 = 0x40;
 const DV_MASK: u8 = 0x03;
-
-/// Why octets are not a DDP segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("DDP segment of {len} octets is shorter than its {needed}-octet header")]
-pub struct Truncated {
-    /// Octets present.
-    pub len: usize,
-    /// Octets the header needs.
-    pub needed: usize,
-}
 
 /// The header length a segment whose first octet is `control` has.
 pub const fn header_len(control: u8) -> usize {
@@ -46,88 +38,98 @@ pub struct Segment<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> Segment<T> {
+    /// Wraps `octets` without checking them: accessors read fields past
+    /// the end as zero.
+    pub const fn new_unchecked(octets: T) -> Self {
+        Self { octets }
+    }
+
     /// Wraps `octets` after checking they hold the whole header that the
     /// T flag announces.
     pub fn new_checked(octets: T) -> Result<Self, Truncated> {
         let b = octets.as_ref();
-        let needed = match b.first() {
-            Some(&c) => header_len(c),
-            None => 1,
-        };
-        if b.len() < needed {
-            return Err(Truncated {
-                len: b.len(),
-                needed,
-            });
-        }
+        let needed = b.first().map_or(1, |&c| header_len(c));
+        Truncated::check(b, needed)?;
         Ok(Self { octets })
+    }
+
+    /// The underlying octets.
+    pub fn into_inner(self) -> T {
+        self.octets
     }
 
     fn b(&self) -> &[u8] {
         self.octets.as_ref()
     }
 
-    fn u32_at(&self, at: usize) -> u32 {
-        let b = self.b();
-        u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    fn control(&self) -> u8 {
+        self.b().first().copied().unwrap_or(0)
     }
 
     /// T flag: tagged buffer model.
     pub fn tagged(&self) -> bool {
-        self.b()[0] & T_FLAG != 0
+        self.control() & T_FLAG != 0
     }
 
     /// L flag: last segment of its message.
     pub fn last(&self) -> bool {
-        self.b()[0] & L_FLAG != 0
+        self.control() & L_FLAG != 0
     }
 
     /// DV: the DDP version.
     pub fn version(&self) -> u8 {
-        self.b()[0] & DV_MASK
+        self.control() & DV_MASK
     }
 
     /// The first RsvdULP octet (the RDMAP control octet).
     pub fn rsvd_ulp(&self) -> u8 {
-        self.b()[1]
+        self.b().get(1).copied().unwrap_or(0)
+    }
+
+    /// Tagged: the data sink's STag (octets 2..6, as DV 1 lays them out).
+    pub fn stag(&self) -> STag {
+        STag(be32(self.b(), 2))
+    }
+
+    /// Tagged: the tagged offset (octets 6..14).
+    pub fn tagged_offset(&self) -> u64 {
+        be64(self.b(), 6)
+    }
+
+    /// Untagged: RsvdULP\[8:39\] (octets 2..6).
+    pub fn rsvd_ulp_word(&self) -> u32 {
+        be32(self.b(), 2)
+    }
+
+    /// Untagged: the queue number (octets 6..10).
+    pub fn qn(&self) -> u32 {
+        be32(self.b(), 6)
+    }
+
+    /// Untagged: the message sequence number (octets 10..14).
+    pub fn msn(&self) -> u32 {
+        be32(self.b(), 10)
+    }
+
+    /// Untagged: the message offset (octets 14..18).
+    pub fn mo(&self) -> u32 {
+        be32(self.b(), 14)
     }
 
     /// Header length: 14 tagged, 18 untagged.
     pub fn header_len(&self) -> usize {
-        header_len(self.b()[0])
+        header_len(self.control())
     }
 
-    /// The header octets.
+    /// The header octets (as many as there are).
     pub fn header(&self) -> &[u8] {
-        &self.b()[..self.header_len()]
+        let b = self.b();
+        &b[..self.header_len().min(b.len())]
     }
 
     /// The payload octets.
     pub fn payload(&self) -> &[u8] {
-        &self.b()[self.header_len()..]
-    }
-
-    /// The parsed header (fields whose meaning depends on DV are read as
-    /// version 1 lays them out).
-    pub fn repr(&self) -> SegmentHeader {
-        let b = self.b();
-        if self.tagged() {
-            SegmentHeader::Tagged(TaggedHeader {
-                last: self.last(),
-                rsvd_ulp: b[1],
-                stag: STag(self.u32_at(2)),
-                to: (self.u32_at(6) as u64) << 32 | self.u32_at(10) as u64,
-            })
-        } else {
-            SegmentHeader::Untagged(UntaggedHeader {
-                last: self.last(),
-                rsvd_ulp: b[1],
-                rsvd_ulp_word: self.u32_at(2),
-                qn: self.u32_at(6),
-                msn: self.u32_at(10),
-                mo: self.u32_at(14),
-            })
-        }
+        self.b().get(self.header_len()..).unwrap_or(&[])
     }
 }
 
@@ -171,17 +173,45 @@ pub enum SegmentHeader {
 }
 
 impl SegmentHeader {
-    /// Its length on the wire.
-    pub fn len(&self) -> usize {
+    /// Parses the header of a checked segment. RFC 5041 §4.1: DV must be
+    /// 1, since the rest of the header's layout depends on it; anything
+    /// else is the invalid-version error of the segment's buffer model
+    /// (§7.2). The RsvdULP fields are not checked here: they are RDMAP's.
+    pub fn parse<T: AsRef<[u8]>>(segment: &Segment<T>) -> Result<Self, HeaderError> {
+        Truncated::check(segment.b(), segment.header_len().max(1))?;
+        let tagged = segment.tagged();
+        if segment.version() != DDP_VERSION {
+            return Err(HeaderError::Version(if tagged {
+                DdpError::Tagged(TaggedError::InvalidVersion)
+            } else {
+                DdpError::Untagged(UntaggedError::InvalidVersion)
+            }));
+        }
+        Ok(if tagged {
+            Self::Tagged(TaggedHeader {
+                last: segment.last(),
+                rsvd_ulp: segment.rsvd_ulp(),
+                stag: segment.stag(),
+                to: segment.tagged_offset(),
+            })
+        } else {
+            Self::Untagged(UntaggedHeader {
+                last: segment.last(),
+                rsvd_ulp: segment.rsvd_ulp(),
+                rsvd_ulp_word: segment.rsvd_ulp_word(),
+                qn: segment.qn(),
+                msn: segment.msn(),
+                mo: segment.mo(),
+            })
+        })
+    }
+
+    /// Octets [`SegmentHeader::emit`] writes: 14 tagged, 18 untagged.
+    pub const fn buffer_len(&self) -> usize {
         match self {
             Self::Tagged(_) => TAGGED_HEADER_LEN,
             Self::Untagged(_) => UNTAGGED_HEADER_LEN,
         }
-    }
-
-    /// Never empty; here for clippy's `len_without_is_empty`.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// L flag.
@@ -201,16 +231,15 @@ impl SegmentHeader {
     }
 
     /// Writes the header, DV = 1 and reserved bits zero (§4.1), into the
-    /// start of `out` and returns its length. `out` must hold
-    /// [`SegmentHeader::len`] octets.
-    pub fn emit(&self, out: &mut [u8]) -> usize {
+    /// start of `buf`; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Truncated> {
+        let out = Truncated::room(buf, self.buffer_len())?;
         match self {
             Self::Tagged(h) => {
                 out[0] = T_FLAG | if h.last { L_FLAG } else { 0 } | DDP_VERSION;
                 out[1] = h.rsvd_ulp;
                 out[2..6].copy_from_slice(&h.stag.to_be_bytes());
                 out[6..14].copy_from_slice(&h.to.to_be_bytes());
-                TAGGED_HEADER_LEN
             }
             Self::Untagged(h) => {
                 out[0] = if h.last { L_FLAG } else { 0 } | DDP_VERSION;
@@ -219,10 +248,31 @@ impl SegmentHeader {
                 out[6..10].copy_from_slice(&h.qn.to_be_bytes());
                 out[10..14].copy_from_slice(&h.msn.to_be_bytes());
                 out[14..18].copy_from_slice(&h.mo.to_be_bytes());
-                UNTAGGED_HEADER_LEN
             }
         }
+        Ok(self.buffer_len())
     }
+
+    /// The header's octets in an array that fits either model, with the
+    /// length used: [`SegmentHeader::emit`] into a buffer that is always
+    /// large enough.
+    pub fn to_bytes(&self) -> ([u8; UNTAGGED_HEADER_LEN], usize) {
+        let mut out = [0u8; UNTAGGED_HEADER_LEN];
+        let len = self.emit(&mut out).map_or(0, |n| n);
+        (out, len)
+    }
+}
+
+/// Why a segment's header cannot be parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// Fewer octets than the header the T flag announces.
+    #[error("DDP header: {0}")]
+    Truncated(#[from] Truncated),
+    /// DV is not 1 (RFC 5041 §4.1): the error to report, in the segment's
+    /// buffer model.
+    #[error("{0}")]
+    Version(DdpError),
 }
 
 #[cfg(test)]
@@ -240,7 +290,7 @@ mod tests {
         assert_eq!(s.version(), 1);
         assert_eq!(s.rsvd_ulp(), 0x43);
         assert_eq!(s.payload(), &[0xaa]);
-        let h = s.repr();
+        let h = SegmentHeader::parse(&s).unwrap();
         assert_eq!(
             h,
             SegmentHeader::Untagged(UntaggedHeader {
@@ -253,8 +303,9 @@ mod tests {
             })
         );
         let mut out = [0u8; 18];
-        assert_eq!(h.emit(&mut out), 18);
+        assert_eq!(h.emit(&mut out), Ok(18));
         assert_eq!(out[..], octets[..18]);
+        assert_eq!(h.buffer_len(), 18);
     }
 
     #[test]
@@ -266,12 +317,50 @@ mod tests {
             to: 0x1112_1314_1516_1718,
         });
         let mut out = [0u8; 14];
-        h.emit(&mut out);
+        assert_eq!(h.emit(&mut out), Ok(14));
         assert_eq!(
             out,
             [0x81, 0x40, 1, 2, 3, 4, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18]
         );
-        assert_eq!(Segment::new_checked(&out[..]).unwrap().repr(), h);
+        let view = Segment::new_checked(&out[..]).unwrap();
+        assert_eq!(SegmentHeader::parse(&view), Ok(h));
+        assert_eq!(
+            (view.stag(), view.tagged_offset()),
+            (STag(0x0102_0304), 0x1112_1314_1516_1718)
+        );
+        assert_eq!(h.to_bytes().1, 14);
+    }
+
+    #[test]
+    fn short_buffers_and_other_versions_are_refused() {
+        let h = SegmentHeader::Untagged(UntaggedHeader {
+            last: true,
+            rsvd_ulp: 0x41,
+            rsvd_ulp_word: 0,
+            qn: 1,
+            msn: 1,
+            mo: 0,
+        });
+        assert_eq!(
+            h.emit(&mut [0u8; 17]),
+            Err(Truncated {
+                needed: 18,
+                available: 17
+            })
+        );
+        let (mut octets, _) = h.to_bytes();
+        octets[0] = (octets[0] & !DV_MASK) | 2;
+        let view = Segment::new_checked(&octets[..]).unwrap();
+        assert_eq!(
+            SegmentHeader::parse(&view),
+            Err(HeaderError::Version(DdpError::Untagged(
+                UntaggedError::InvalidVersion
+            )))
+        );
+        // Unchecked views read what is there and zeros beyond it.
+        let short = Segment::new_unchecked(&octets[..3]);
+        assert_eq!((short.qn(), short.mo()), (0, 0));
+        assert!(SegmentHeader::parse(&short).is_err());
     }
 
     #[test]

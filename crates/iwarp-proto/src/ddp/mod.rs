@@ -13,7 +13,7 @@ mod segmenter;
 
 pub use error::{DdpError, TaggedError, UntaggedError};
 pub use header::{
-    Segment, SegmentHeader, TaggedHeader, UntaggedHeader, DDP_VERSION, TAGGED_HEADER_LEN,
-    UNTAGGED_HEADER_LEN,
+    HeaderError, Segment, SegmentHeader, TaggedHeader, UntaggedHeader, DDP_VERSION,
+    TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
 };
 pub use segmenter::{SegmentSpan, Segmenter};

@@ -11,7 +11,7 @@
 //!   of where PDUs begin cannot be trusted, which is what each of them says
 //!   (the VTag exists to confirm the header's position, §4.2).
 
-use crate::mpa::LlpErrorCode;
+use crate::framing::{LlpError, LlpErrorCode};
 
 /// Why an IFT receiver stopped accepting frames. Once one is reported, the
 /// receiver passes nothing more on that half-connection.
@@ -72,9 +72,8 @@ pub enum IftRxError {
     },
 }
 
-impl IftRxError {
-    /// The code to report in a Terminate message (layer LLP).
-    pub const fn llp_code(&self) -> LlpErrorCode {
+impl LlpError for IftRxError {
+    fn llp_code(&self) -> LlpErrorCode {
         match self {
             Self::HeaderCrc { .. } | Self::PayloadCrc { .. } => LlpErrorCode::CrcError,
             Self::HeaderTooLong { .. } | Self::VTag { .. } | Self::Marker { .. } => {
@@ -82,21 +81,4 @@ impl IftRxError {
             }
         }
     }
-}
-
-/// Why an IFT transmitter refused a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum IftTxError {
-    /// The DDP header does not fit the 16-bit header_size field.
-    #[error("DDP header of {len} octets exceeds the 65535 header_size can describe")]
-    HeaderTooLong {
-        /// The length offered.
-        len: usize,
-    },
-    /// The payload does not fit the 16-bit payload_size field.
-    #[error("payload of {len} octets exceeds the 65535 payload_size can describe")]
-    PayloadTooLong {
-        /// The length offered.
-        len: usize,
-    },
 }

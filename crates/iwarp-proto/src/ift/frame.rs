@@ -33,6 +33,12 @@
 //!   such as a Read Request's, is DDP payload (§5.1 last paragraph). A
 //!   receiver caps header_size at [`MAX_HEADER_SIZE`] so that a hostile
 //!   peer cannot make it buffer 64 KiB of "header" before any check.
+//!
+//! [`IftHeaderView`] is the checked view over the IFT header's six octets,
+//! [`IftHeader`] the value parsed from and emitted into them
+//! ([`crate::wire`]'s convention).
+
+use crate::wire::{be16, Truncated};
 
 /// Octets of header_size, payload_size and the VTag: the IFT header.
 pub const IFT_HEADER_LEN: usize = 6;
@@ -62,6 +68,46 @@ pub const fn frame_len(
         + if payload_crc { CRC_LEN } else { 0 }
 }
 
+/// A read-only view of an IFT header: a frame's first six octets.
+#[derive(Debug, Clone, Copy)]
+pub struct IftHeaderView<T: AsRef<[u8]>> {
+    octets: T,
+}
+
+impl<T: AsRef<[u8]>> IftHeaderView<T> {
+    /// Wraps `octets` without checking them: fields past the end read as
+    /// zero.
+    pub const fn new_unchecked(octets: T) -> Self {
+        Self { octets }
+    }
+
+    /// Wraps `octets` after checking they hold the six octets.
+    pub fn new_checked(octets: T) -> Result<Self, Truncated> {
+        Truncated::check(octets.as_ref(), IFT_HEADER_LEN)?;
+        Ok(Self { octets })
+    }
+
+    /// The underlying octets.
+    pub fn into_inner(self) -> T {
+        self.octets
+    }
+
+    /// Octets of DDP header.
+    pub fn header_size(&self) -> u16 {
+        be16(self.octets.as_ref(), 0)
+    }
+
+    /// Octets of DDP payload.
+    pub fn payload_size(&self) -> u16 {
+        be16(self.octets.as_ref(), 2)
+    }
+
+    /// The receiver's VTag.
+    pub fn vtag(&self) -> u16 {
+        be16(self.octets.as_ref(), 4)
+    }
+}
+
 /// The IFT header of a frame: its first six octets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IftHeader {
@@ -74,21 +120,37 @@ pub struct IftHeader {
 }
 
 impl IftHeader {
-    /// The six octets on the wire.
-    pub const fn emit(&self) -> [u8; IFT_HEADER_LEN] {
-        let h = self.header_size.to_be_bytes();
-        let p = self.payload_size.to_be_bytes();
-        let v = self.vtag.to_be_bytes();
-        [h[0], h[1], p[0], p[1], v[0], v[1]]
+    /// Parses a view. Every value is a header; whether header_size is
+    /// acceptable is the receiver's call ([`MAX_HEADER_SIZE`]).
+    pub fn parse<T: AsRef<[u8]>>(view: &IftHeaderView<T>) -> Result<Self, Truncated> {
+        Truncated::check(view.octets.as_ref(), IFT_HEADER_LEN)?;
+        Ok(Self {
+            header_size: view.header_size(),
+            payload_size: view.payload_size(),
+            vtag: view.vtag(),
+        })
     }
 
-    /// Decodes six octets.
-    pub const fn parse(octets: [u8; IFT_HEADER_LEN]) -> Self {
-        Self {
-            header_size: u16::from_be_bytes([octets[0], octets[1]]),
-            payload_size: u16::from_be_bytes([octets[2], octets[3]]),
-            vtag: u16::from_be_bytes([octets[4], octets[5]]),
-        }
+    /// Octets [`IftHeader::emit`] writes.
+    pub const fn buffer_len(&self) -> usize {
+        IFT_HEADER_LEN
+    }
+
+    /// Writes the six octets at the start of `buf`; returns their length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Truncated> {
+        let out = Truncated::room(buf, IFT_HEADER_LEN)?;
+        out[0..2].copy_from_slice(&self.header_size.to_be_bytes());
+        out[2..4].copy_from_slice(&self.payload_size.to_be_bytes());
+        out[4..6].copy_from_slice(&self.vtag.to_be_bytes());
+        Ok(IFT_HEADER_LEN)
+    }
+
+    /// The six octets, in a buffer that always fits them.
+    pub fn to_bytes(&self) -> [u8; IFT_HEADER_LEN] {
+        let mut out = [0u8; IFT_HEADER_LEN];
+        // Exactly IFT_HEADER_LEN: cannot fail.
+        let _ = self.emit(&mut out);
+        out
     }
 }
 
@@ -110,7 +172,13 @@ mod tests {
             payload_size: 0xabcd,
             vtag: 0x1234,
         };
-        assert_eq!(h.emit(), [0x00, 0x12, 0xab, 0xcd, 0x12, 0x34]);
-        assert_eq!(IftHeader::parse(h.emit()), h);
+        let octets = h.to_bytes();
+        assert_eq!(octets, [0x00, 0x12, 0xab, 0xcd, 0x12, 0x34]);
+        let view = IftHeaderView::new_checked(&octets[..]).unwrap();
+        assert_eq!(IftHeader::parse(&view), Ok(h));
+        assert_eq!(view.vtag(), 0x1234);
+        assert!(IftHeaderView::new_checked(&octets[..5]).is_err());
+        assert!(IftHeader::parse(&IftHeaderView::new_unchecked(&octets[..5])).is_err());
+        assert!(h.emit(&mut [0u8; 5]).is_err());
     }
 }

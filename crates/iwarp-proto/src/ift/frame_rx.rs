@@ -17,95 +17,23 @@
 //! information is verified before a single payload octet is placed; only
 //! the payload itself remains unverified until the frame ends.
 //!
-//! Two ways to drive it, as for MPA:
-//!
-//! - [`IftReceiver::receive`] takes a buffer and a [`UlpduSink`], and calls
-//!   the sink with each frame's DDP header and payload as one ULPDU
-//!   (`ulpdu_begin(header_size + payload_size)`, the pieces, `ulpdu_end`).
-//! - The step API, for a runtime that places payload straight from the
-//!   socket: [`IftReceiver::next`] says whether framing octets or payload
-//!   octets come next; framing octets go to [`IftReceiver::push_framing`],
-//!   which reports [`FrameEvent::Begin`] once the header is verified (read
-//!   it with [`IftReceiver::ddp_header`]) and [`FrameEvent::End`] once the
-//!   payload CRC is; payload octets are read wherever the caller likes and
-//!   then shown to [`IftReceiver::push_payload`].
+//! It is driven through [`Deframer`], as MPA's receiver is: the one
+//! [`crate::framing::receive`] loop hands each frame's DDP header and
+//! payload to a sink as one ULPDU; the step API reports
+//! [`FramingEvent::Begin`] once the header is verified (the DDP header is
+//! then [`Deframer::header`]) and [`FramingEvent::End`] once the payload
+//! CRC is.
 //!
 //! Speculative placement (§8) belongs to an out-of-order receive path,
 //! which this is not: TCP has delivered everything before each octet seen
 //! here, so there is nothing to guess and nothing to re-place.
 
-use super::frame::{IftHeader, CRC_LEN, IFT_HEADER_LEN, MAX_HEADER_SIZE};
-use super::marker::{self, MarkerInterval, MARKER_LEN};
+use super::frame::{IftHeaderView, CRC_LEN, IFT_HEADER_LEN, MAX_HEADER_SIZE};
+use super::marker;
 use super::params::{RxCrc, RxParams};
 use super::IftRxError;
-use crate::framing::{FeedError, UlpduSink};
-use crate::mpa::crc::{self, Crc32c};
-use crate::mpa::Span;
-
-/// What the receiver expects next in the stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
-    /// Framing octets (IFT header, DDP header, CRC field, marker), or a
-    /// pending [`FrameEvent::End`]: call [`IftReceiver::push_framing`].
-    Framing,
-    /// Payload octets: up to `run` of them come before the next marker or
-    /// the end of the payload; `remaining` are left in the payload in all.
-    Payload {
-        /// Payload octets contiguous in the stream from here.
-        run: usize,
-        /// Payload octets not yet received.
-        remaining: usize,
-    },
-    /// An error was reported; nothing more is accepted.
-    Failed,
-}
-
-/// The stream layout of upcoming payload octets: see
-/// [`IftReceiver::payload_layout`]. It yields MPA's [`Span`]s, so that a
-/// runtime builds its vectored reads the same way over either framing
-/// ([`Span::Ulpdu`] counts payload octets here).
-#[derive(Debug, Clone)]
-pub struct PayloadLayout {
-    offset: u64,
-    left: usize,
-    markers: Option<MarkerInterval>,
-}
-
-impl Iterator for PayloadLayout {
-    type Item = Span;
-
-    fn next(&mut self) -> Option<Span> {
-        if self.left == 0 {
-            return None;
-        }
-        let run = match self.markers {
-            Some(i) if i.is_marker_at(self.offset) => {
-                self.offset += MARKER_LEN as u64;
-                return Some(Span::Marker);
-            }
-            Some(i) => self.left.min(i.room(self.offset)),
-            None => self.left,
-        };
-        self.left -= run;
-        self.offset += run as u64;
-        Some(Span::Ulpdu(run))
-    }
-}
-
-/// What a call to [`IftReceiver::push_framing`] completed, if anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameEvent {
-    /// A frame's headers are in and verified; its DDP header is
-    /// [`IftReceiver::ddp_header`], and `payload_len` payload octets follow.
-    Begin {
-        /// Octets of DDP header.
-        header_len: usize,
-        /// Octets of DDP payload.
-        payload_len: usize,
-    },
-    /// The current frame is complete and passed every check.
-    End,
-}
+use crate::framing::crc::{self, Crc32c};
+use crate::framing::{Deframer, FramingEvent, Layout, Next, MARKER_LEN};
 
 /// Where the receiver is inside the current frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +48,7 @@ enum Field {
     Payload { remaining: usize },
     /// `got` octets of the payload CRC field read so far.
     PayloadCrc { got: u8 },
-    /// Everything is in; [`FrameEvent::End`] is yet to be reported.
+    /// Everything is in; [`FramingEvent::End`] is yet to be reported.
     Complete,
 }
 
@@ -173,56 +101,9 @@ impl IftReceiver {
         }
     }
 
-    /// The payload length of the frame being received, or of the last one
-    /// between frames (0 before the first).
-    pub fn payload_len(&self) -> usize {
-        self.payload_len
-    }
-
-    /// The payload length of the frame before that: with
-    /// [`IftReceiver::payload_len`], a runtime's guess at the next size.
-    pub fn previous_payload_len(&self) -> usize {
-        self.previous_payload_len
-    }
-
     /// The parameters in force.
     pub fn params(&self) -> &RxParams {
         &self.params
-    }
-
-    /// Stream offset of the next octet expected.
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// Frames received and validated so far.
-    pub fn frames_received(&self) -> u64 {
-        self.frames
-    }
-
-    /// The error that stopped this receiver, if one did.
-    pub fn error(&self) -> Option<IftRxError> {
-        self.failed
-    }
-
-    /// The verified DDP header of the current frame, from
-    /// [`FrameEvent::Begin`] until [`FrameEvent::End`]; empty otherwise.
-    pub fn ddp_header(&self) -> &[u8] {
-        match self.field {
-            Field::Payload { .. } | Field::PayloadCrc { .. } | Field::Complete => {
-                &self.ddp_header[..self.header_len]
-            }
-            _ => &[],
-        }
-    }
-
-    /// Whether the receiver sits between two frames (nothing of the next
-    /// one read, the last one reported complete): the only place where the
-    /// stream may cleanly end.
-    pub fn at_frame_boundary(&self) -> bool {
-        self.failed.is_none()
-            && self.field == (Field::IftHeader { got: 0 })
-            && self.marker.is_none()
     }
 
     /// Whether a marker starts at the next octet.
@@ -241,90 +122,9 @@ impl IftReceiver {
             .map_or(usize::MAX, |i| i.room(self.offset))
     }
 
-    /// What comes next.
-    pub fn next(&self) -> Next {
-        if self.failed.is_some() {
-            return Next::Failed;
-        }
-        match self.field {
-            Field::Payload { remaining } if self.marker.is_none() && !self.marker_due() => {
-                Next::Payload {
-                    run: remaining.min(self.room()),
-                    remaining,
-                }
-            }
-            _ => Next::Framing,
-        }
-    }
-
     fn fail(&mut self, error: IftRxError) -> IftRxError {
         self.failed = Some(error);
         error
-    }
-
-    /// Consumes framing octets from the front of `input`, stopping at the
-    /// first payload octet, at the end of `input`, or right after completing
-    /// an event. Returns the octets consumed and the event, if any. A
-    /// pending [`FrameEvent::End`] is reported even with empty `input`.
-    ///
-    /// Call it when [`IftReceiver::next`] says [`Next::Framing`]; when
-    /// payload octets come next it consumes nothing.
-    pub fn push_framing(
-        &mut self,
-        input: &[u8],
-    ) -> Result<(usize, Option<FrameEvent>), IftRxError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        let mut used = 0;
-        loop {
-            if self.field == Field::Complete {
-                self.frames += 1;
-                self.field = Field::IftHeader { got: 0 };
-                return Ok((used, Some(FrameEvent::End)));
-            }
-            if used == input.len() {
-                return Ok((used, None));
-            }
-            // A marker can fall anywhere; it is read before the field it
-            // interrupts continues, and is covered by no CRC.
-            if let Some((got, mut buf)) = self.marker.take() {
-                let got = usize::from(got);
-                let n = (MARKER_LEN - got).min(input.len() - used);
-                buf[got..got + n].copy_from_slice(&input[used..used + n]);
-                used += n;
-                self.offset += n as u64;
-                if got + n < MARKER_LEN {
-                    self.marker = Some(((got + n) as u8, buf));
-                } else {
-                    self.check_marker(buf)?;
-                }
-                continue;
-            }
-            if self.marker_due() {
-                self.marker = Some((0, [0; MARKER_LEN]));
-                continue;
-            }
-            let avail = (input.len() - used).min(self.room());
-            let bytes = &input[used..used + avail];
-            let (n, event) = match self.field {
-                Field::IftHeader { got: 0 } => match self.read_headers_at_once(bytes)? {
-                    Some(done) => done,
-                    None => self.read_ift_header(0, bytes)?,
-                },
-                Field::IftHeader { got } => self.read_ift_header(got, bytes)?,
-                Field::DdpHeader { got } => self.read_ddp_header(got, bytes)?,
-                Field::HeaderCrc { got } => self.read_header_crc(got, bytes)?,
-                Field::Payload { .. } => return Ok((used, None)),
-                Field::PayloadCrc { got } => self.read_payload_crc(got, bytes)?,
-                Field::Complete => (0, None),
-            };
-            used += n;
-            self.offset += n as u64;
-            if event.is_some() {
-                return Ok((used, event));
-            }
-        }
     }
 
     /// The fast path for the common case: the IFT header, DDP header and
@@ -335,12 +135,11 @@ impl IftReceiver {
     fn read_headers_at_once(
         &mut self,
         bytes: &[u8],
-    ) -> Result<Option<(usize, Option<FrameEvent>)>, IftRxError> {
-        let Some(ift) = bytes.get(..IFT_HEADER_LEN) else {
+    ) -> Result<Option<(usize, Option<FramingEvent>)>, IftRxError> {
+        let Ok(h) = IftHeaderView::new_checked(bytes) else {
             return Ok(None);
         };
-        let h = IftHeader::parse([ift[0], ift[1], ift[2], ift[3], ift[4], ift[5]]);
-        let header_len = usize::from(h.header_size);
+        let header_len = usize::from(h.header_size());
         let crc_len = if self.params.header_crc.present() {
             CRC_LEN
         } else {
@@ -351,11 +150,11 @@ impl IftReceiver {
             return Ok(None);
         }
         self.frame_offset = self.offset;
-        self.ift_header.copy_from_slice(ift);
+        self.ift_header.copy_from_slice(&bytes[..IFT_HEADER_LEN]);
         self.ddp_header[..header_len].copy_from_slice(&bytes[IFT_HEADER_LEN..covered]);
         self.header_len = header_len;
         self.previous_payload_len = self.payload_len;
-        self.payload_len = usize::from(h.payload_size);
+        self.payload_len = usize::from(h.payload_size());
         if self.params.header_crc == RxCrc::Checked {
             let f = &bytes[covered..covered + CRC_LEN];
             let received = crc::from_wire([f[0], f[1], f[2], f[3]]);
@@ -375,7 +174,7 @@ impl IftReceiver {
         &mut self,
         got: u8,
         bytes: &[u8],
-    ) -> Result<(usize, Option<FrameEvent>), IftRxError> {
+    ) -> Result<(usize, Option<FramingEvent>), IftRxError> {
         let got = usize::from(got);
         if got == 0 {
             self.frame_offset = self.offset;
@@ -401,10 +200,10 @@ impl IftReceiver {
             self.field = Field::IftHeader { got: got as u8 };
             return Ok((n, None));
         }
-        let h = IftHeader::parse(self.ift_header);
-        self.header_len = usize::from(h.header_size);
+        let h = IftHeaderView::new_unchecked(&self.ift_header);
+        self.header_len = usize::from(h.header_size());
         self.previous_payload_len = self.payload_len;
-        self.payload_len = usize::from(h.payload_size);
+        self.payload_len = usize::from(h.payload_size());
         self.field = Field::DdpHeader { got: 0 };
         if self.header_len == 0 {
             return Ok((n, self.after_ddp_header()?));
@@ -416,7 +215,7 @@ impl IftReceiver {
         &mut self,
         got: usize,
         bytes: &[u8],
-    ) -> Result<(usize, Option<FrameEvent>), IftRxError> {
+    ) -> Result<(usize, Option<FramingEvent>), IftRxError> {
         let n = (self.header_len - got).min(bytes.len());
         self.ddp_header[got..got + n].copy_from_slice(&bytes[..n]);
         self.crc.update(&bytes[..n]);
@@ -427,7 +226,7 @@ impl IftReceiver {
         Ok((n, self.after_ddp_header()?))
     }
 
-    fn after_ddp_header(&mut self) -> Result<Option<FrameEvent>, IftRxError> {
+    fn after_ddp_header(&mut self) -> Result<Option<FramingEvent>, IftRxError> {
         if self.params.header_crc.present() {
             self.field = Field::HeaderCrc { got: 0 };
             return Ok(None);
@@ -439,7 +238,7 @@ impl IftReceiver {
         &mut self,
         got: u8,
         bytes: &[u8],
-    ) -> Result<(usize, Option<FrameEvent>), IftRxError> {
+    ) -> Result<(usize, Option<FramingEvent>), IftRxError> {
         let n = self.read_crc_field(got, bytes);
         if usize::from(got) + n < CRC_LEN {
             self.field = Field::HeaderCrc { got: got + n as u8 };
@@ -462,8 +261,8 @@ impl IftReceiver {
     /// The headers passed the header CRC (if any): check the VTag, then
     /// begin the payload. The VTag is checked after the CRC so that a VTag
     /// damaged in transit is reported as the CRC error it is.
-    fn header_verified(&mut self) -> Result<FrameEvent, IftRxError> {
-        let found = IftHeader::parse(self.ift_header).vtag;
+    fn header_verified(&mut self) -> Result<FramingEvent, IftRxError> {
+        let found = IftHeaderView::new_unchecked(&self.ift_header).vtag();
         if found != self.params.vtag {
             return Err(self.fail(IftRxError::VTag {
                 frame_offset: self.frame_offset,
@@ -478,7 +277,7 @@ impl IftReceiver {
         if self.payload_len == 0 {
             self.after_payload();
         }
-        Ok(FrameEvent::Begin {
+        Ok(FramingEvent::Begin {
             header_len: self.header_len,
             payload_len: self.payload_len,
         })
@@ -496,7 +295,7 @@ impl IftReceiver {
         &mut self,
         got: u8,
         bytes: &[u8],
-    ) -> Result<(usize, Option<FrameEvent>), IftRxError> {
+    ) -> Result<(usize, Option<FramingEvent>), IftRxError> {
         let n = self.read_crc_field(got, bytes);
         if usize::from(got) + n < CRC_LEN {
             self.field = Field::PayloadCrc { got: got + n as u8 };
@@ -543,16 +342,82 @@ impl IftReceiver {
         }
         Ok(())
     }
+}
 
-    /// Records that the caller has received `bytes`, the next payload
-    /// octets (at most the `run` that [`IftReceiver::next`] announced),
-    /// wherever it put them. They are folded into the payload CRC.
-    ///
-    /// # Panics
-    ///
-    /// If more octets are pushed than [`Next::Payload`] allowed: a caller
-    /// bug, not a peer's doing.
-    pub fn push_payload(&mut self, bytes: &[u8]) -> Result<(), IftRxError> {
+impl Deframer for IftReceiver {
+    type Error = IftRxError;
+
+    fn next(&self) -> Next {
+        if self.failed.is_some() {
+            return Next::Failed;
+        }
+        match self.field {
+            Field::Payload { remaining } if self.marker.is_none() && !self.marker_due() => {
+                Next::Payload {
+                    run: remaining.min(self.room()),
+                    remaining,
+                }
+            }
+            _ => Next::Framing,
+        }
+    }
+
+    fn push_framing(&mut self, input: &[u8]) -> Result<(usize, Option<FramingEvent>), IftRxError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut used = 0;
+        loop {
+            if self.field == Field::Complete {
+                self.frames += 1;
+                self.field = Field::IftHeader { got: 0 };
+                return Ok((used, Some(FramingEvent::End)));
+            }
+            if used == input.len() {
+                return Ok((used, None));
+            }
+            // A marker can fall anywhere; it is read before the field it
+            // interrupts continues, and is covered by no CRC.
+            if let Some((got, mut buf)) = self.marker.take() {
+                let got = usize::from(got);
+                let n = (MARKER_LEN - got).min(input.len() - used);
+                buf[got..got + n].copy_from_slice(&input[used..used + n]);
+                used += n;
+                self.offset += n as u64;
+                if got + n < MARKER_LEN {
+                    self.marker = Some(((got + n) as u8, buf));
+                } else {
+                    self.check_marker(buf)?;
+                }
+                continue;
+            }
+            if self.marker_due() {
+                self.marker = Some((0, [0; MARKER_LEN]));
+                continue;
+            }
+            let avail = (input.len() - used).min(self.room());
+            let bytes = &input[used..used + avail];
+            let (n, event) = match self.field {
+                Field::IftHeader { got: 0 } => match self.read_headers_at_once(bytes)? {
+                    Some(done) => done,
+                    None => self.read_ift_header(0, bytes)?,
+                },
+                Field::IftHeader { got } => self.read_ift_header(got, bytes)?,
+                Field::DdpHeader { got } => self.read_ddp_header(got, bytes)?,
+                Field::HeaderCrc { got } => self.read_header_crc(got, bytes)?,
+                Field::Payload { .. } => return Ok((used, None)),
+                Field::PayloadCrc { got } => self.read_payload_crc(got, bytes)?,
+                Field::Complete => (0, None),
+            };
+            used += n;
+            self.offset += n as u64;
+            if event.is_some() {
+                return Ok((used, event));
+            }
+        }
+    }
+
+    fn push_payload(&mut self, bytes: &[u8]) -> Result<(), IftRxError> {
         if let Some(e) = self.failed {
             return Err(e);
         }
@@ -579,78 +444,53 @@ impl IftReceiver {
         Ok(())
     }
 
-    /// The layout of the next stream octets while the receiver is inside a
-    /// payload: runs of payload octets and the markers between them,
-    /// covering at most `max_payload` payload octets. Empty unless
-    /// [`IftReceiver::next`] says payload octets or a marker inside the
-    /// payload come next.
-    ///
-    /// A runtime uses it to build one vectored read that puts payload
-    /// straight into its destination and markers into a scratch array,
-    /// then replays the same layout through [`IftReceiver::push_payload`]
-    /// and [`IftReceiver::push_framing`].
-    pub fn payload_layout(&self, max_payload: usize) -> PayloadLayout {
+    fn header(&self) -> &[u8] {
+        match self.field {
+            Field::Payload { .. } | Field::PayloadCrc { .. } | Field::Complete => {
+                &self.ddp_header[..self.header_len]
+            }
+            _ => &[],
+        }
+    }
+
+    fn layout(&self, max_payload: usize) -> Layout {
         let remaining = match (self.failed, self.field, self.marker) {
             (None, Field::Payload { remaining }, None) => remaining,
             _ => 0,
         };
-        PayloadLayout {
-            offset: self.offset,
-            left: remaining.min(max_payload),
-            markers: self.params.markers,
+        Layout::new(self.offset, remaining.min(max_payload), self.params.markers)
+    }
+
+    fn payload_remaining(&self) -> usize {
+        match self.field {
+            Field::Payload { remaining } => remaining,
+            _ => 0,
         }
     }
 
-    /// Feeds received octets, calling `sink` with each frame's DDP header
-    /// and payload as one ULPDU. Consumes all of `input` unless an error
-    /// stops it; returns the octets consumed.
-    pub fn receive<S: UlpduSink>(
-        &mut self,
-        input: &[u8],
-        sink: &mut S,
-    ) -> Result<usize, FeedError<IftRxError, S::Error>> {
-        let mut used = 0;
-        loop {
-            if let Some(e) = self.failed {
-                return Err(FeedError::Framing(e));
-            }
-            match self.next() {
-                Next::Failed => return Ok(used),
-                Next::Payload { run, .. } => {
-                    let n = run.min(input.len() - used);
-                    if n == 0 {
-                        return Ok(used);
-                    }
-                    let bytes = &input[used..used + n];
-                    self.push_payload(bytes).map_err(FeedError::Framing)?;
-                    used += n;
-                    sink.ulpdu_data(bytes).map_err(FeedError::Sink)?;
-                }
-                Next::Framing => {
-                    if used == input.len() && self.field != Field::Complete {
-                        return Ok(used);
-                    }
-                    let (n, event) = self
-                        .push_framing(&input[used..])
-                        .map_err(FeedError::Framing)?;
-                    used += n;
-                    match event {
-                        Some(FrameEvent::Begin {
-                            header_len,
-                            payload_len,
-                        }) => {
-                            sink.ulpdu_begin(header_len + payload_len)
-                                .map_err(FeedError::Sink)?;
-                            if header_len > 0 {
-                                sink.ulpdu_data(&self.ddp_header[..header_len])
-                                    .map_err(FeedError::Sink)?;
-                            }
-                        }
-                        Some(FrameEvent::End) => sink.ulpdu_end().map_err(FeedError::Sink)?,
-                        None => {}
-                    }
-                }
-            }
-        }
+    fn at_boundary(&self) -> bool {
+        self.failed.is_none()
+            && self.field == (Field::IftHeader { got: 0 })
+            && self.marker.is_none()
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn pdus_received(&self) -> u64 {
+        self.frames
+    }
+
+    fn payload_len(&self) -> usize {
+        self.payload_len
+    }
+
+    fn previous_payload_len(&self) -> usize {
+        self.previous_payload_len
+    }
+
+    fn error(&self) -> Option<IftRxError> {
+        self.failed
     }
 }

@@ -7,8 +7,10 @@
 //! CRC32c written independently of the `crc32c` crate.
 
 use super::*;
-use crate::framing::{CollectUlpdus, FeedError, UlpduSink, WireBatch};
-use crate::mpa::{LlpErrorCode, Span};
+use crate::framing::{
+    CollectUlpdus, Deframer, FeedError, Framer, FramingEvent, LlpError, LlpErrorCode, Next, Span,
+    TxError, UlpduSink, WireBatch,
+};
 use proptest::prelude::*;
 
 use crate::test_util::hex;
@@ -84,7 +86,7 @@ fn known_answer(params: TxParams, frames: &[Frame], expected: &[u8]) {
         let mut sink = CollectUlpdus::new();
         receive_chunked(&mut rx, expected, &[chunk], &mut sink).unwrap();
         assert_eq!(sink.complete, frames.iter().map(ulpdu).collect::<Vec<_>>());
-        assert!(rx.at_frame_boundary());
+        assert!(rx.at_boundary());
         assert_eq!(rx.offset(), expected.len() as u64);
     }
 }
@@ -199,10 +201,7 @@ fn marker_between_frames_is_zero_and_belongs_to_the_next_frame() {
     let mut rx = IftReceiver::new(params.checked_by_peer());
     let mut sink = CollectUlpdus::new();
     receive_chunked(&mut rx, &wire[..64], &[64], &mut sink).unwrap();
-    assert!(
-        rx.at_frame_boundary(),
-        "the stream may end before the marker"
-    );
+    assert!(rx.at_boundary(), "the stream may end before the marker");
     receive_chunked(&mut rx, &wire[64..], &[3], &mut sink).unwrap();
     assert_eq!(sink.complete.len(), 2);
 }
@@ -412,7 +411,7 @@ fn nothing_passes_after_an_error() {
     assert_eq!(rx.push_framing(&more), Err(err));
     assert_eq!(rx.push_payload(&[]), Err(err));
     assert_eq!(sink.complete.len(), 1);
-    assert!(!rx.at_frame_boundary());
+    assert!(!rx.at_boundary());
 }
 
 #[test]
@@ -425,7 +424,7 @@ fn empty_frames_end_without_waiting_for_more_input() {
         let mut sink = CollectUlpdus::new();
         receive_chunked(&mut rx, &wire, &[1], &mut sink).unwrap();
         assert_eq!(sink.complete, vec![vec![], vec![9; 14]], "hc {hc} pc {pc}");
-        assert_eq!(rx.frames_received(), 2);
+        assert_eq!(rx.pdus_received(), 2);
     }
 }
 
@@ -436,12 +435,12 @@ fn sizes_are_checked_against_the_16_bit_fields() {
     let big = vec![0u8; 65536];
     assert_eq!(
         tx.frame(&big, &[], &mut batch),
-        Err(IftTxError::HeaderTooLong { len: 65536 })
+        Err(TxError::HeaderTooLong { len: 65536 })
     );
     let half = vec![0u8; 40000];
     assert_eq!(
         tx.frame(&[0; 14], &[&half, &half], &mut batch),
-        Err(IftTxError::PayloadTooLong { len: 80000 })
+        Err(TxError::PayloadTooLong { len: 80000 })
     );
     assert!(batch.is_empty());
     assert_eq!(tx.offset(), 0);
@@ -507,14 +506,14 @@ fn step_api_places_payload_where_the_caller_wants() {
                 let (n, ev) = rx.push_framing(&wire[at..]).unwrap();
                 at += n;
                 match ev {
-                    Some(FrameEvent::Begin {
+                    Some(FramingEvent::Begin {
                         header_len,
                         payload_len,
                     }) => {
-                        assert_eq!(rx.ddp_header().len(), header_len);
-                        headers.push((rx.ddp_header().to_vec(), payload_len));
+                        assert_eq!(rx.header().len(), header_len);
+                        headers.push((rx.header().to_vec(), payload_len));
                     }
-                    Some(FrameEvent::End) => ends += 1,
+                    Some(FramingEvent::End) => ends += 1,
                     None if at == wire.len() => break,
                     None => assert!(n > 0),
                 }
@@ -539,7 +538,7 @@ fn step_api_places_payload_where_the_caller_wants() {
     );
     assert_eq!(ends, 3);
     assert_eq!(dest, [frames[0].1.clone(), frames[2].1.clone()].concat());
-    assert!(rx.at_frame_boundary());
+    assert!(rx.at_boundary());
 }
 
 /// Replays a stream through `payload_layout` the way a runtime's vectored
@@ -547,8 +546,8 @@ fn step_api_places_payload_where_the_caller_wants() {
 fn receive_with_layout(rx: &mut IftReceiver, wire: &[u8], read_max: usize) -> Vec<u8> {
     let mut placed = Vec::new();
     let mut at = 0;
-    while at < wire.len() || rx.next() == Next::Framing && !rx.at_frame_boundary() {
-        let layout: Vec<Span> = rx.payload_layout(read_max).collect();
+    while at < wire.len() || rx.next() == Next::Framing && !rx.at_boundary() {
+        let layout: Vec<Span> = rx.layout(read_max).collect();
         if layout.is_empty() {
             let end = (at + 1).min(wire.len());
             let (n, _) = rx.push_framing(&wire[at..end]).unwrap();
@@ -557,7 +556,7 @@ fn receive_with_layout(rx: &mut IftReceiver, wire: &[u8], read_max: usize) -> Ve
         }
         for span in layout {
             match span {
-                Span::Ulpdu(n) => {
+                Span::Payload(n) => {
                     rx.push_payload(&wire[at..at + n]).unwrap();
                     placed.extend_from_slice(&wire[at..at + n]);
                     at += n;
@@ -590,13 +589,13 @@ fn layout_spans_cover_the_payload_around_markers() {
             let placed = receive_with_layout(&mut rx, &wire, read_max);
             let payloads: Vec<u8> = frames.iter().flat_map(|f| f.1.clone()).collect();
             assert_eq!(placed, payloads, "offset {offset} read_max {read_max}");
-            assert!(rx.at_frame_boundary());
-            assert_eq!(rx.frames_received(), 4);
+            assert!(rx.at_boundary());
+            assert_eq!(rx.pdus_received(), 4);
         }
     }
     // Nothing to lay out between frames.
     let rx = IftReceiver::new(BOTH.checked_by_peer());
-    assert_eq!(rx.payload_layout(100).count(), 0);
+    assert_eq!(rx.layout(100).count(), 0);
 }
 
 /// A sink that refuses the second ULPDU: the feed stops with its error.
@@ -693,9 +692,9 @@ proptest! {
         let mut sink = CollectUlpdus::new();
         receive_chunked(&mut rx, &wire, &chunks, &mut sink).unwrap();
         prop_assert_eq!(sink.complete, frames.iter().map(ulpdu).collect::<Vec<_>>());
-        prop_assert!(rx.at_frame_boundary());
+        prop_assert!(rx.at_boundary());
         prop_assert_eq!(rx.offset(), tx.offset());
-        prop_assert_eq!(rx.frames_received(), frames.len() as u64);
+        prop_assert_eq!(rx.pdus_received(), frames.len() as u64);
     }
 
     /// With both CRCs on, a single flipped bit anywhere never yields a
@@ -722,7 +721,7 @@ proptest! {
         let sent: Vec<Vec<u8>> = frames.iter().map(ulpdu).collect();
         prop_assert!(sink.complete.len() < sent.len());
         prop_assert_eq!(&sink.complete[..], &sent[..sink.complete.len()]);
-        prop_assert!(result.is_err() || !rx.at_frame_boundary());
+        prop_assert!(result.is_err() || !rx.at_boundary());
     }
 
     /// Arbitrary (mostly invalid) streams never panic, and feeding one

@@ -1,5 +1,5 @@
 //! IFT frame transmission: a DDP header and payload in, wire octets out as
-//! a list of pieces.
+//! a list of pieces ([`Framer`]).
 //!
 //! The payload is never copied: the caller passes it as slices (typically
 //! borrowed from registered memory) and gets back, in a [`WireBatch`], the
@@ -10,11 +10,12 @@
 //! payload make a single piece. A batch keeps its capacity across uses, so
 //! steady-state transmission allocates nothing.
 
-use super::frame::{IftHeader, MAX_SIZE};
-use super::marker::{self, MarkerInterval, MARKER_LEN};
-use super::{IftTxError, TxParams};
-use crate::framing::WireBatch;
-use crate::mpa::crc::Crc32c;
+use super::frame::{frame_len, IftHeader, IFT_HEADER_LEN, MAX_SIZE};
+use super::marker;
+use super::TxParams;
+use crate::framing::crc::Crc32c;
+use crate::framing::mulpdu::clamp;
+use crate::framing::{Framer, MarkerInterval, TxError, WireBatch, MARKER_LEN};
 
 /// Frames DDP segments into IFT frames for one half-connection.
 #[derive(Debug, Clone)]
@@ -47,70 +48,29 @@ impl IftTransmitter {
     pub fn params(&self) -> &TxParams {
         &self.params
     }
+}
 
-    /// Stream offset of the next octet this transmitter will produce.
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// Frames produced so far.
-    pub fn frames_sent(&self) -> u64 {
-        self.frames
-    }
-
-    /// Octets the frame for this header and payload length takes on the
-    /// wire if sent next, markers included.
-    pub fn wire_len(&self, header_len: usize, payload_len: usize) -> usize {
-        let len = super::frame::frame_len(
-            header_len,
-            payload_len,
-            self.params.header_crc,
-            self.params.payload_crc,
-        ) as u64;
-        let Some(interval) = self.params.markers else {
-            return len as usize;
-        };
-        // Each marker pushes the rest of the frame 4 octets further; a
-        // marker due right after the frame belongs to the next one.
-        let mut end = self.offset + len;
-        let mut counted = 0;
-        loop {
-            let n = interval.markers_in(self.offset, end);
-            if n == counted {
-                return (end - self.offset) as usize;
-            }
-            end += (n - counted) * MARKER_LEN as u64;
-            counted = n;
-        }
-    }
-
-    /// Appends to `batch` the frame carrying the DDP `header` and the DDP
-    /// payload made of `payload`'s slices in order.
-    ///
-    /// The batch records ranges of the payload slices by index, counted
-    /// across every frame appended since the batch was last cleared: to
-    /// write the batch, pass [`WireBatch::pieces`] all the payload slices of
-    /// all those frames, in order (not the headers, which the batch holds).
-    pub fn frame(
+impl Framer for IftTransmitter {
+    fn frame(
         &mut self,
         header: &[u8],
         payload: &[&[u8]],
         batch: &mut WireBatch,
-    ) -> Result<(), IftTxError> {
+    ) -> Result<(), TxError> {
         // draft-williams-iwarp-ift-01 §5.1: 16-bit header_size and
         // payload_size fields.
         let header_size = u16::try_from(header.len())
-            .map_err(|_| IftTxError::HeaderTooLong { len: header.len() })?;
+            .map_err(|_| TxError::HeaderTooLong { len: header.len() })?;
         let payload_len: usize = payload.iter().map(|s| s.len()).sum();
         if payload_len > MAX_SIZE {
-            return Err(IftTxError::PayloadTooLong { len: payload_len });
+            return Err(TxError::PayloadTooLong { len: payload_len });
         }
         let ift = IftHeader {
             header_size,
             payload_size: payload_len as u16,
             vtag: self.params.vtag,
         }
-        .emit();
+        .to_bytes();
         let mut w = Writer {
             batch,
             offset: self.offset,
@@ -149,6 +109,37 @@ impl IftTransmitter {
         self.frames += 1;
         w.batch.finish_pdu();
         Ok(())
+    }
+
+    fn wire_len(&self, header_len: usize, payload_len: usize) -> usize {
+        let len = frame_len(
+            header_len,
+            payload_len,
+            self.params.header_crc,
+            self.params.payload_crc,
+        );
+        match self.params.markers {
+            Some(interval) => interval.wire_len(self.offset, len),
+            None => len,
+        }
+    }
+
+    /// The IFT header, the CRCs in use and worst-case markers; no padding
+    /// (§5.1, §7.2). The bounds are MPA's, so that DDP's largest Terminate
+    /// always fits.
+    fn mulpdu(&self, emss: usize) -> usize {
+        let tx = &self.params;
+        let crcs = 4 * (usize::from(tx.header_crc) + usize::from(tx.payload_crc));
+        let markers = tx.markers.map_or(0, |i| i.worst_case_octets(emss));
+        clamp(emss, IFT_HEADER_LEN + crcs + markers)
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn pdus_sent(&self) -> u64 {
+        self.frames
     }
 }
 
@@ -201,5 +192,32 @@ impl Writer<'_> {
             self.offset += n as u64;
             start += n;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framing::mulpdu::{MAX_ULPDU, MIN_MULPDU};
+
+    fn tx(header_crc: bool, payload_crc: bool, markers: Option<u16>) -> IftTransmitter {
+        IftTransmitter::new(TxParams {
+            header_crc,
+            payload_crc,
+            markers: markers.and_then(MarkerInterval::new),
+            vtag: 1,
+        })
+    }
+
+    #[test]
+    fn mulpdu_leaves_room_for_header_crcs_and_markers() {
+        // 6-octet header plus the CRCs in use, no pad.
+        assert_eq!(tx(true, true, None).mulpdu(1460), 1460 - 14);
+        assert_eq!(tx(false, false, None).mulpdu(1460), 1460 - 6);
+        assert_eq!(tx(true, false, Some(512)).mulpdu(1460), 1460 - 10 - 12);
+        // Never below what DDP needs for its largest Terminate, never above
+        // what it may post.
+        assert_eq!(tx(true, true, None).mulpdu(40), MIN_MULPDU);
+        assert_eq!(tx(false, false, None).mulpdu(65483), MAX_ULPDU);
     }
 }

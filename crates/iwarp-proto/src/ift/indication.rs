@@ -5,8 +5,11 @@
 //! to RDDP and states its choices (mode, CRCs, speculative placement,
 //! markers) and its VTag. This module holds the format only, in the smoltcp
 //! style: [`Indication::parse`] checks everything it reads and never panics,
-//! [`Indication::emit`] writes a valid indication. Settling the two
+//! [`Indication::emit`] writes a valid indication or refuses a short buffer. Settling the two
 //! indications into framing parameters is [`super::negotiation`]'s job.
+//! [`IndicationView`] reads the raw fields of 64 octets; [`Indication`] is
+//! the value parsed from and emitted into them ([`crate::wire`]'s
+//! convention).
 //!
 //! Layout (all multi-octet fields big-endian, network order, except the CRC):
 //!
@@ -34,13 +37,14 @@
 //! - §4.2 leaves the marker interval's meaning to §9, which is "TBD". Here
 //!   it is the interval at which the sender of the indication wants to
 //!   *receive* markers: meaningful only with RM set, at least
-//!   [`MIN_MARKER_INTERVAL`]; with RM clear it is sent as zero and ignored.
+//!   [`crate::framing::MIN_MARKER_INTERVAL`]; with RM clear it is sent as zero and ignored.
 //!   See [`super::marker`] for the marker format.
 //! - Reserved flag bits and reserved octets are sent as zero and ignored on
 //!   receipt (§4.2 "reserved"), but they are covered by the CRC.
 
-use super::marker::MarkerInterval;
-use crate::mpa::crc::{self, Crc32c};
+use crate::framing::crc::{self, Crc32c};
+use crate::framing::MarkerInterval;
+use crate::wire::{be16, be32, field, Truncated};
 
 /// Octets in an Adaption Indication (draft-williams-iwarp-ift-01 §4.1).
 pub const INDICATION_LEN: usize = 64;
@@ -55,11 +59,6 @@ pub const VERSION: u16 = 1;
 /// The oldest version this implementation is backward compatible with
 /// (§4.2: "For this version of the protocol, this field MUST be set to 1").
 pub const BC_VERSION: u16 = 1;
-
-/// The smallest marker interval accepted in an indication with RM set, so
-/// that markers cost at most 1/16 of the stream. An interpretation: §9
-/// leaves markers "TBD".
-pub const MIN_MARKER_INTERVAL: u16 = 64;
 
 /// Octet offset of the CRC field.
 const CRC_AT: usize = INDICATION_LEN - 4;
@@ -134,12 +133,85 @@ pub enum IndicationError {
         /// The peer's BC version.
         bc_version: u16,
     },
-    /// RM is set with a marker interval below [`MIN_MARKER_INTERVAL`].
+    /// RM is set with a marker interval below [`crate::framing::MIN_MARKER_INTERVAL`].
     #[error("marker interval {interval} is below the minimum of 64")]
     BadMarkerInterval {
         /// The interval received.
         interval: u16,
     },
+}
+
+/// A read-only view of an Adaption Indication's 64 octets, fields raw.
+#[derive(Debug, Clone, Copy)]
+pub struct IndicationView<T: AsRef<[u8]>> {
+    octets: T,
+}
+
+impl<T: AsRef<[u8]>> IndicationView<T> {
+    /// Wraps `octets` without checking them: fields past the end read as
+    /// zero.
+    pub const fn new_unchecked(octets: T) -> Self {
+        Self { octets }
+    }
+
+    /// Wraps `octets` after checking they hold 64 octets.
+    pub fn new_checked(octets: T) -> Result<Self, IndicationError> {
+        let len = octets.as_ref().len();
+        if len < INDICATION_LEN {
+            return Err(IndicationError::Truncated { len });
+        }
+        Ok(Self { octets })
+    }
+
+    /// The underlying octets.
+    pub fn into_inner(self) -> T {
+        self.octets
+    }
+
+    fn b(&self) -> &[u8] {
+        self.octets.as_ref()
+    }
+
+    /// The magic number field.
+    pub fn magic(&self) -> u32 {
+        be32(self.b(), 0)
+    }
+
+    /// The version field.
+    pub fn version(&self) -> u16 {
+        be16(self.b(), 4)
+    }
+
+    /// The BC version field.
+    pub fn bc_version(&self) -> u16 {
+        be16(self.b(), 6)
+    }
+
+    /// The flags word, reserved bits included.
+    pub fn flags(&self) -> u32 {
+        be32(self.b(), 8)
+    }
+
+    /// The sender's VTag.
+    pub fn vtag(&self) -> u16 {
+        be16(self.b(), 12)
+    }
+
+    /// The marker interval field.
+    pub fn marker_interval(&self) -> u16 {
+        be16(self.b(), 14)
+    }
+
+    /// The CRC field, as a value.
+    pub fn crc(&self) -> u32 {
+        crc::from_wire(field(self.b(), CRC_AT))
+    }
+
+    /// The CRC32c of octets 0..60: what the CRC field must hold.
+    pub fn computed_crc(&self) -> u32 {
+        let b = self.b();
+        crc::crc32c(&b[..CRC_AT.min(b.len())])
+    }
 }
 
 /// An Adaption Indication (draft-williams-iwarp-ift-01 §4.1), decoded.
@@ -190,9 +262,15 @@ impl Indication {
             | bit(self.receive_markers.is_some(), flag::RM)
     }
 
-    /// The 64 octets of this indication, CRC included.
-    pub fn emit(&self) -> [u8; INDICATION_LEN] {
-        let mut out = [0u8; INDICATION_LEN];
+    /// Octets [`Indication::emit`] writes: 64.
+    pub const fn buffer_len(&self) -> usize {
+        INDICATION_LEN
+    }
+
+    /// Writes the 64 octets of this indication, CRC included, at the start
+    /// of `buf`; returns their length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Truncated> {
+        let out = Truncated::room(buf, INDICATION_LEN)?;
         out[0..4].copy_from_slice(&MAGIC.to_be_bytes());
         out[4..6].copy_from_slice(&self.version.to_be_bytes());
         out[6..8].copy_from_slice(&self.bc_version.to_be_bytes());
@@ -200,31 +278,36 @@ impl Indication {
         out[12..14].copy_from_slice(&self.vtag.to_be_bytes());
         let interval = self.receive_markers.map_or(0, MarkerInterval::get);
         out[14..16].copy_from_slice(&interval.to_be_bytes());
-        // Octets 16..60 stay zero: reserved (§4.2).
+        // Octets 16..60 are reserved (§4.2): zero.
+        out[16..CRC_AT].fill(0);
         let mut crc = Crc32c::new();
         crc.update(&out[..CRC_AT]);
         out[CRC_AT..].copy_from_slice(&crc.to_wire());
+        Ok(INDICATION_LEN)
+    }
+
+    /// The 64 octets, in a buffer that always fits them.
+    pub fn to_bytes(&self) -> [u8; INDICATION_LEN] {
+        let mut out = [0u8; INDICATION_LEN];
+        // Exactly INDICATION_LEN: cannot fail.
+        let _ = self.emit(&mut out);
         out
     }
 
-    /// Decodes and checks the first 64 octets of `bytes`: magic, CRC
-    /// (REQUIRED, §4.2), version rules, marker interval. Reserved bits and
-    /// octets are ignored. Never panics.
-    pub fn parse(bytes: &[u8]) -> Result<Self, IndicationError> {
-        let Some(bytes) = bytes.get(..INDICATION_LEN) else {
-            return Err(IndicationError::Truncated { len: bytes.len() });
-        };
-        let be16 = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
-        let be32 = |at: usize| {
-            u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
-        check_magic(bytes)?;
-        let computed = crc::crc32c(&bytes[..CRC_AT]);
-        let received = crc::from_wire([bytes[60], bytes[61], bytes[62], bytes[63]]);
+    /// Parses and checks a view: magic, CRC (REQUIRED, §4.2), version
+    /// rules, marker interval. Reserved bits and octets are ignored. Never
+    /// panics.
+    pub fn parse<T: AsRef<[u8]>>(view: &IndicationView<T>) -> Result<Self, IndicationError> {
+        let len = view.b().len();
+        if len < INDICATION_LEN {
+            return Err(IndicationError::Truncated { len });
+        }
+        check_magic(view.b())?;
+        let (computed, received) = (view.computed_crc(), view.crc());
         if computed != received {
             return Err(IndicationError::BadCrc { computed, received });
         }
-        let (version, bc_version) = (be16(4), be16(6));
+        let (version, bc_version) = (view.version(), view.bc_version());
         // §4.2: a BC version greater than ours MUST be rejected; a greater
         // version need not be. A version older than the oldest we are
         // compatible with cannot be spoken either.
@@ -234,10 +317,10 @@ impl Indication {
                 bc_version,
             });
         }
-        let flags = be32(8);
+        let flags = view.flags();
         let on = |f: u32| flags & f != 0;
         let receive_markers = if on(flag::RM) {
-            let interval = be16(14);
+            let interval = view.marker_interval();
             Some(
                 MarkerInterval::new(interval)
                     .ok_or(IndicationError::BadMarkerInterval { interval })?,
@@ -261,8 +344,13 @@ impl Indication {
             speculative_placement: on(flag::SP),
             send_markers: on(flag::SM),
             receive_markers,
-            vtag: be16(12),
+            vtag: view.vtag(),
         })
+    }
+
+    /// Parses the first 64 octets of `octets`.
+    pub fn parse_bytes(octets: &[u8]) -> Result<Self, IndicationError> {
+        Self::parse(&IndicationView::new_unchecked(octets))
     }
 }
 

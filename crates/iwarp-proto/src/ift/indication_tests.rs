@@ -3,8 +3,9 @@
 //! written independently of the `crc32c` crate), every check of the
 //! parser, and properties over arbitrary octets.
 
-use super::indication::{flag, INDICATION_LEN, MAGIC, MIN_MARKER_INTERVAL};
+use super::indication::{flag, INDICATION_LEN, MAGIC};
 use super::*;
+use crate::framing::MIN_MARKER_INTERVAL;
 use proptest::prelude::*;
 
 use crate::test_util::hex;
@@ -31,8 +32,8 @@ fn base() -> Indication {
 
 fn check_vector(ind: Indication, wire: &[u8]) {
     assert_eq!(wire.len(), INDICATION_LEN);
-    assert_eq!(&ind.emit()[..], wire);
-    assert_eq!(Indication::parse(wire), Ok(ind));
+    assert_eq!(&ind.to_bytes()[..], wire);
+    assert_eq!(Indication::parse_bytes(wire), Ok(ind));
 }
 
 /// Node A's phase 0: RDMA mode, both CRCs, willing to send and wishing to
@@ -111,16 +112,16 @@ fn each_flag_is_its_own_bit_from_the_msb() {
         let mut ind = base();
         set(&mut ind);
         assert_eq!(ind.flags(), *bit);
-        let wire = ind.emit();
+        let wire = ind.to_bytes();
         assert_eq!(u32::from_be_bytes(wire[8..12].try_into().unwrap()), *bit);
-        assert_eq!(Indication::parse(&wire), Ok(ind));
+        assert_eq!(Indication::parse_bytes(&wire), Ok(ind));
     }
     assert_eq!(flag::DEFINED, 0xff80_0000);
 }
 
 /// Re-seals octets 0..60 with a fresh CRC, for building bad indications.
 fn reseal(mut wire: [u8; 64]) -> [u8; 64] {
-    let crc = crate::mpa::crc::crc32c(&wire[..60]);
+    let crc = crate::framing::crc::crc32c(&wire[..60]);
     wire[60..].copy_from_slice(&crc.to_le_bytes());
     wire
 }
@@ -132,23 +133,23 @@ fn reserved_bits_and_octets_are_ignored_but_covered_by_the_crc() {
         vtag: 7,
         ..base()
     };
-    let mut wire = ind.emit();
+    let mut wire = ind.to_bytes();
     wire[11] |= 0x7f; // reserved flag bits
     wire[8 + 1] |= 0x40;
     wire[16] = 0xaa; // reserved octets
     wire[59] = 0x55;
     assert!(matches!(
-        Indication::parse(&wire),
+        Indication::parse_bytes(&wire),
         Err(IndicationError::BadCrc { .. })
     ));
-    assert_eq!(Indication::parse(&reseal(wire)), Ok(ind));
+    assert_eq!(Indication::parse_bytes(&reseal(wire)), Ok(ind));
 }
 
 #[test]
 fn marker_interval_is_ignored_without_rm() {
-    let mut wire = base().emit();
+    let mut wire = base().to_bytes();
     wire[14..16].copy_from_slice(&5u16.to_be_bytes());
-    assert_eq!(Indication::parse(&reseal(wire)), Ok(base()));
+    assert_eq!(Indication::parse_bytes(&reseal(wire)), Ok(base()));
 }
 
 #[test]
@@ -157,35 +158,35 @@ fn marker_interval_below_the_minimum_is_refused_with_rm() {
         receive_markers: MarkerInterval::new(MIN_MARKER_INTERVAL),
         ..base()
     };
-    let mut wire = ind.emit();
-    assert_eq!(Indication::parse(&wire), Ok(ind));
+    let mut wire = ind.to_bytes();
+    assert_eq!(Indication::parse_bytes(&wire), Ok(ind));
     wire[14..16].copy_from_slice(&(MIN_MARKER_INTERVAL - 1).to_be_bytes());
     assert_eq!(
-        Indication::parse(&reseal(wire)),
+        Indication::parse_bytes(&reseal(wire)),
         Err(IndicationError::BadMarkerInterval { interval: 63 })
     );
 }
 
 #[test]
 fn magic_crc_and_length_are_checked() {
-    let wire = base().emit();
+    let wire = base().to_bytes();
     assert_eq!(
-        Indication::parse(&wire[..63]),
+        Indication::parse_bytes(&wire[..63]),
         Err(IndicationError::Truncated { len: 63 })
     );
     assert_eq!(
-        Indication::parse(&[]),
+        Indication::parse_bytes(&[]),
         Err(IndicationError::Truncated { len: 0 })
     );
     // Octets after the 64 are not the indication's business.
     let mut longer = wire.to_vec();
     longer.extend_from_slice(b"frames");
-    assert_eq!(Indication::parse(&longer), Ok(base()));
+    assert_eq!(Indication::parse_bytes(&longer), Ok(base()));
     // An MPA Request frame is not an indication, whatever its CRC.
     let mut mpa = [0u8; 64];
     mpa[..16].copy_from_slice(b"MPA ID Req Frame");
     assert_eq!(
-        Indication::parse(&reseal(mpa)),
+        Indication::parse_bytes(&reseal(mpa)),
         Err(IndicationError::BadMagic { found: 0x4d50_4120 })
     );
     assert_eq!(u32::from_be_bytes(*b"RDDP"), MAGIC);
@@ -194,7 +195,7 @@ fn magic_crc_and_length_are_checked() {
         let mut bad = wire;
         bad[i] ^= 0x10;
         assert!(matches!(
-            Indication::parse(&bad),
+            Indication::parse_bytes(&bad),
             Err(IndicationError::BadCrc { .. })
         ));
     }
@@ -223,7 +224,7 @@ fn version_rules() {
             bc_version,
             ..base()
         };
-        let got = Indication::parse(&ind.emit());
+        let got = Indication::parse_bytes(&ind.to_bytes());
         if ok {
             assert_eq!(got, Ok(ind), "version {version} bc {bc_version}");
         } else {
@@ -266,7 +267,7 @@ fn indication_strategy() -> impl Strategy<Value = Indication> {
 proptest! {
     #[test]
     fn emit_then_parse_round_trips(ind in indication_strategy()) {
-        prop_assert_eq!(Indication::parse(&ind.emit()), Ok(ind));
+        prop_assert_eq!(Indication::parse_bytes(&ind.to_bytes()), Ok(ind));
     }
 
     /// Arbitrary octets never panic the parser; a valid magic and CRC are
@@ -276,13 +277,13 @@ proptest! {
         let mut data = data;
         if seal && data.len() >= 64 {
             data[..4].copy_from_slice(&MAGIC.to_be_bytes());
-            let crc = crate::mpa::crc::crc32c(&data[..60]);
+            let crc = crate::framing::crc::crc32c(&data[..60]);
             data[60..64].copy_from_slice(&crc.to_le_bytes());
         }
-        if let Ok(ind) = Indication::parse(&data) {
+        if let Ok(ind) = Indication::parse_bytes(&data) {
             prop_assert!(data.len() >= 64);
             // What was parsed emits the same meaning.
-            prop_assert_eq!(Indication::parse(&ind.emit()), Ok(ind));
+            prop_assert_eq!(Indication::parse_bytes(&ind.to_bytes()), Ok(ind));
         }
     }
 }

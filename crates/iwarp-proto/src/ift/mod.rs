@@ -41,7 +41,7 @@
 //! do §8.1's confirmation checks with the header CRC and VTag verified here,
 //! and §8.2's overwrite tracking in DDP. Nor does IFT define an error
 //! message or a teardown of its own; errors map to MPA's LLP Terminate codes
-//! ([`IftRxError::llp_code`]).
+//! ([`crate::framing::LlpError`]).
 //!
 //! Every place the draft leaves a detail open is decided in the module that
 //! implements it, with the section it interprets: flag bit positions and
@@ -66,11 +66,13 @@ mod indication_tests;
 #[cfg(test)]
 mod negotiation_tests;
 
-pub use error::{IftRxError, IftTxError};
+/// The marker interval type IFT's configuration and indication carry,
+/// shared with MPA.
+pub use crate::framing::MarkerInterval;
+pub use error::IftRxError;
 pub use frame::MAX_HEADER_SIZE;
-pub use frame_rx::{FrameEvent, IftReceiver, Next, PayloadLayout};
+pub use frame_rx::IftReceiver;
 pub use frame_tx::IftTransmitter;
 pub use indication::{Indication, IndicationError, Phase};
-pub use marker::MarkerInterval;
 pub use negotiation::{settle, CrcDemand, IftConfig, Negotiation, NegotiationError, Role, Status};
 pub use params::{IftParams, Mode, RxCrc, RxParams, TxParams};

@@ -39,9 +39,10 @@ use std::time::{Duration, Instant};
 use super::indication::{
     check_magic, Indication, IndicationError, Phase, BC_VERSION, INDICATION_LEN, VERSION,
 };
-use super::marker::MarkerInterval;
 use super::params::{IftParams, Mode, RxCrc, RxParams, TxParams};
-use crate::mpa::LlpErrorCode;
+use crate::framing::LlpErrorCode;
+use crate::framing::MarkerInterval;
+use crate::framing::StartupMachine;
 
 /// Which end of the negotiation this is (§4.2 PH).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -340,6 +341,9 @@ pub struct Negotiation {
     /// None when the timeout is too long to represent: no deadline.
     deadline: Option<Instant>,
     status: Status,
+    /// The settled parameters were reported through
+    /// [`StartupMachine::poll_event`].
+    reported: bool,
 }
 
 impl Negotiation {
@@ -347,7 +351,7 @@ impl Negotiation {
     /// to send at once; node B's waits for phase 0.
     pub fn new(role: Role, config: IftConfig, now: Instant) -> Self {
         let transmit = match role {
-            Role::Initiator => Some(config.indication(Phase::Zero).emit()),
+            Role::Initiator => Some(config.indication(Phase::Zero).to_bytes()),
             Role::Responder => None,
         };
         Self {
@@ -359,6 +363,7 @@ impl Negotiation {
             peer: None,
             deadline: now.checked_add(config.timeout),
             status: Status::Negotiating,
+            reported: false,
         }
     }
 
@@ -467,7 +472,7 @@ impl Negotiation {
 
     /// The peer's indication is in: check it, answer it, settle.
     fn complete(&mut self) -> Result<(), NegotiationError> {
-        let peer = Indication::parse(&self.received).map_err(|e| self.fail(e.into()))?;
+        let peer = Indication::parse_bytes(&self.received).map_err(|e| self.fail(e.into()))?;
         let expected = self.role.expects();
         if peer.phase != expected {
             return Err(self.fail(NegotiationError::WrongPhase {
@@ -479,9 +484,55 @@ impl Negotiation {
         self.peer = Some(peer);
         if self.role == Role::Responder {
             // §4.2 PH: on receipt of phase 0, node B sends phase 1.
-            self.transmit = Some(self.config.indication(Phase::One).emit());
+            self.transmit = Some(self.config.indication(Phase::One).to_bytes());
         }
         self.status = Status::Done(params);
         Ok(())
+    }
+}
+
+/// The interface MPA's startup machines share, so that one loop drives
+/// either exchange. The inherent methods it forwards to are IFT's own,
+/// with its fixed 64-octet indication and no clock on input.
+impl StartupMachine for Negotiation {
+    /// The settled parameters, once.
+    type Event = IftParams;
+    type Error = NegotiationError;
+
+    fn handle_input(&mut self, input: &[u8], _now: Instant) -> Result<usize, NegotiationError> {
+        Negotiation::handle_input(self, input)
+    }
+
+    fn handle_eof(&mut self) -> Result<(), NegotiationError> {
+        Negotiation::handle_eof(self)
+    }
+
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), NegotiationError> {
+        Negotiation::handle_timeout(self, now)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        Negotiation::poll_timeout(self)
+    }
+
+    fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        Negotiation::poll_transmit(self).map(|i| i.to_vec())
+    }
+
+    fn poll_event(&mut self) -> Option<IftParams> {
+        match self.status {
+            Status::Done(params) if !self.reported => {
+                self.reported = true;
+                Some(params)
+            }
+            _ => None,
+        }
+    }
+
+    fn error(&self) -> Option<&NegotiationError> {
+        match &self.status {
+            Status::Failed(e) => Some(e),
+            _ => None,
+        }
     }
 }

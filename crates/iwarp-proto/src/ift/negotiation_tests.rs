@@ -4,8 +4,7 @@
 
 use super::indication::INDICATION_LEN;
 use super::*;
-use crate::framing::{CollectUlpdus, WireBatch};
-use crate::mpa::LlpErrorCode;
+use crate::framing::{CollectUlpdus, Deframer, Framer, LlpErrorCode, WireBatch};
 use proptest::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -399,7 +398,7 @@ fn two_initiators_or_two_responders_do_not_settle() {
     assert_eq!(b.poll_timeout(), Some(now + Duration::from_secs(10)));
     // A phase 1 sent to a responder is refused too.
     let mut b2 = Negotiation::new(Role::Responder, IftConfig::new(4), now);
-    let phase1 = IftConfig::new(5).indication(Phase::One).emit();
+    let phase1 = IftConfig::new(5).indication(Phase::One).to_bytes();
     assert_eq!(
         b2.handle_input(&phase1),
         Err(NegotiationError::WrongPhase {
@@ -426,7 +425,7 @@ fn timeout_fails_only_after_the_deadline() {
     assert_eq!(err.llp_code(), LlpErrorCode::ConnectionLost);
     assert_eq!(n.poll_timeout(), None);
     // Sticky: a late indication changes nothing.
-    let late = IftConfig::new(2).indication(Phase::One).emit();
+    let late = IftConfig::new(2).indication(Phase::One).to_bytes();
     assert_eq!(n.handle_input(&late), Err(NegotiationError::Timeout));
     // A timeout too long to represent never expires.
     let forever = IftConfig {
@@ -447,7 +446,7 @@ fn timeout_fails_only_after_the_deadline() {
 fn eof_before_the_indication_is_complete_fails() {
     let now = Instant::now();
     let mut n = Negotiation::new(Role::Responder, IftConfig::new(1), now);
-    let phase0 = IftConfig::new(2).indication(Phase::Zero).emit();
+    let phase0 = IftConfig::new(2).indication(Phase::Zero).to_bytes();
     assert_eq!(n.handle_input(&phase0[..40]), Ok(40));
     let err = n.handle_eof().unwrap_err();
     assert_eq!(err, NegotiationError::Closed { received: 40 });
@@ -476,7 +475,7 @@ fn a_non_ift_peer_is_rejected_after_four_octets() {
 #[test]
 fn a_damaged_indication_is_refused_and_not_answered() {
     let mut n = Negotiation::new(Role::Responder, IftConfig::new(1), Instant::now());
-    let mut phase0 = IftConfig::new(2).indication(Phase::Zero).emit();
+    let mut phase0 = IftConfig::new(2).indication(Phase::Zero).to_bytes();
     phase0[13] ^= 1; // the VTag
     assert!(matches!(
         n.handle_input(&phase0),
@@ -500,7 +499,7 @@ proptest! {
         let mut data = data;
         if valid_prefix && data.len() >= 64 {
             let phase = if responder { Phase::Zero } else { Phase::One };
-            data[..64].copy_from_slice(&IftConfig::new(9).indication(phase).emit());
+            data[..64].copy_from_slice(&IftConfig::new(9).indication(phase).to_bytes());
         }
         let now = Instant::now();
         let feed = |chunk: usize| {

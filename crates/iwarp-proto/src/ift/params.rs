@@ -9,7 +9,7 @@
 //! sends. [`TxParams`] configures an [`super::IftTransmitter`],
 //! [`RxParams`] an [`super::IftReceiver`].
 
-use super::marker::MarkerInterval;
+use crate::framing::MarkerInterval;
 
 /// RDMA or DDP mode (§4.2 R flag: both ends set it, or both clear it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -39,3 +39,15 @@ pub enum RegisterError {
     #[error("memory table full")]
     TableFull,
 }
+
+/// The operating system's random number generator gave nothing to key a
+/// table's STags with (see [`MemoryTable::try_new`](super::MemoryTable::try_new)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no random numbers from the operating system: {0}")]
+pub struct NoRandomness(getrandom::Error);
+
+impl From<getrandom::Error> for NoRandomness {
+    fn from(e: getrandom::Error) -> Self {
+        Self(e)
+    }
+}

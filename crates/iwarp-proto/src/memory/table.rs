@@ -1,10 +1,14 @@
 //! The registry that maps STags to regions.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use super::region::Registration;
-use super::{Access, AccessViolation, MemoryBuffer, RegionSlice, RegisterError, STag};
+use super::stag_allocator::StagAllocator;
+use super::{
+    Access, AccessViolation, MemoryBuffer, NoRandomness, RegionSlice, RegisterError, STag,
+};
 
 /// A protection domain: a region may be used only by streams of its own
 /// domain (RFC 5041 §8.2, §8.3.1 item 1).
@@ -34,12 +38,15 @@ pub struct RegionSpec {
     pub access: Access,
     /// If set, only this stream may use it remotely.
     pub stream: Option<StreamId>,
-    /// The consumer's 8-bit key, the low octet of the STag.
-    pub key: u8,
+    /// The 8-bit key, the low octet of the STag: `None` (the default) lets
+    /// the table choose an unpredictable one; a consumer that sets it is
+    /// responsible for not repeating an STag a peer may still hold.
+    pub key: Option<u8>,
 }
 
 impl RegionSpec {
-    /// A whole buffer, TO starting at `base_to`, key 0, no stream binding.
+    /// A whole buffer, TO starting at `base_to`, a key the table chooses,
+    /// no stream binding.
     pub fn whole(pd: ProtectionDomain, buffer: MemoryBuffer, base_to: u64, access: Access) -> Self {
         let len = buffer.len();
         Self {
@@ -50,34 +57,29 @@ impl RegionSpec {
             base_to,
             access,
             stream: None,
-            key: 0,
+            key: None,
         }
     }
 }
 
-#[derive(Debug, Default)]
-struct Slot {
-    reg: Option<Arc<Registration>>,
-    /// The last STag issued at this index, so that a new registration
-    /// there never repeats it.
-    last: Option<STag>,
-}
-
 #[derive(Debug)]
-struct Slots {
-    slots: Vec<Slot>,
-    /// Where the search for a free index starts: indices are handed out
-    /// round-robin so that a freed one is reused as late as possible.
-    next: u32,
-    live: usize,
+struct Registry {
+    /// The live registrations by STag index: memory in proportion to
+    /// them, whatever indices they hold.
+    by_index: HashMap<u32, Arc<Registration>>,
+    stags: StagAllocator,
 }
 
 /// The STag registry of one device: shared (in an `Arc`) by the user, who
 /// registers and invalidates, and by every engine, which looks STags up.
 /// Internally synchronized.
+///
+/// STags are unpredictable and an index is reused only after a cycle of
+/// 2^24 allocations; see the [module documentation](super) for what that
+/// promises and the odds of a peer guessing one.
 #[derive(Debug)]
 pub struct MemoryTable {
-    slots: RwLock<Slots>,
+    registry: RwLock<Registry>,
     next_pd: AtomicU32,
 }
 
@@ -88,14 +90,42 @@ impl Default for MemoryTable {
 }
 
 impl MemoryTable {
-    /// An empty table.
+    /// An empty table whose STags are keyed by 128 bits from the operating
+    /// system's random number generator.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system has no random numbers to give
+    /// ([`MemoryTable::try_new`] reports that instead): handing out
+    /// predictable STags would be worse.
     pub fn new() -> Self {
+        Self::try_new().expect("the operating system's random number generator")
+    }
+
+    /// An empty table keyed from the operating system's random number
+    /// generator, or the error it gave.
+    pub fn try_new() -> Result<Self, NoRandomness> {
+        let mut key = [0u8; 16];
+        getrandom::fill(&mut key)?;
+        Ok(Self::with_key(key))
+    }
+
+    /// An empty table whose STag sequence follows from `seed`: the same
+    /// seed gives the same STags in the same order. For tests and tools
+    /// that must be reproducible; its STags are only as secret as the
+    /// seed.
+    pub fn with_seed(seed: u64) -> Self {
+        let mut key = [0u8; 16];
+        key[..8].copy_from_slice(&seed.to_le_bytes());
+        key[8..].copy_from_slice(b"stagseed");
+        Self::with_key(key)
+    }
+
+    fn with_key(key: [u8; 16]) -> Self {
         Self {
-            slots: RwLock::new(Slots {
-                // Index 0 is never used: some hardware treats STag 0 apart.
-                slots: vec![Slot::default()],
-                next: 1,
-                live: 0,
+            registry: RwLock::new(Registry {
+                by_index: HashMap::new(),
+                stags: StagAllocator::new(key),
             }),
             next_pd: AtomicU32::new(1),
         }
@@ -104,6 +134,16 @@ impl MemoryTable {
     /// A fresh protection domain.
     pub fn alloc_pd(&self) -> ProtectionDomain {
         ProtectionDomain(self.next_pd.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The number of live registrations.
+    pub fn len(&self) -> usize {
+        self.read().by_index.len()
+    }
+
+    /// True when nothing is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Registers a region; returns its STag.
@@ -118,28 +158,27 @@ impl MemoryTable {
         if spec.base_to as u128 + spec.len as u128 > u64::MAX as u128 + 1 {
             return Err(RegisterError::ToRangeWraps);
         }
-        let mut t = self.slots.write().unwrap_or_else(PoisonError::into_inner);
-        let max = STag::MAX_INDEX;
-        if t.live >= max as usize {
+        let mut registry = self
+            .registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let r = &mut *registry;
+        if r.by_index.len() >= STag::MAX_INDEX as usize {
             return Err(RegisterError::TableFull);
         }
-        let mut index = t.next;
-        loop {
-            let idx = index as usize;
-            if idx >= t.slots.len() {
-                t.slots.resize_with(idx + 1, Slot::default);
-            }
-            let slot = &t.slots[idx];
-            let stag = STag::new(index, spec.key);
-            if slot.reg.is_none() && slot.last != Some(stag) {
+        // A cycle of 2^24 candidates offers every index once, so a free one
+        // turns up within it; each candidate passed over is a live index,
+        // so the search costs O(1) amortized.
+        let mut stag = None;
+        for _ in 0..=STag::MAX_INDEX {
+            let candidate = r.stags.next_candidate(spec.key);
+            // Index 0 is never used: some hardware treats STag 0 apart.
+            if candidate.index() != 0 && !r.by_index.contains_key(&candidate.index()) {
+                stag = Some(candidate);
                 break;
             }
-            index = if index == max { 1 } else { index + 1 };
-            if index == t.next {
-                return Err(RegisterError::TableFull);
-            }
         }
-        let stag = STag::new(index, spec.key);
+        let stag = stag.ok_or(RegisterError::TableFull)?;
         let reg = Arc::new(Registration {
             stag,
             pd: spec.pd,
@@ -151,17 +190,17 @@ impl MemoryTable {
             buffer_offset: spec.offset,
             valid: RwLock::new(true),
         });
-        let slot = &mut t.slots[index as usize];
-        slot.reg = Some(reg);
-        slot.last = Some(stag);
-        t.live += 1;
-        t.next = if index == max { 1 } else { index + 1 };
+        r.by_index.insert(stag.index(), reg);
         Ok(stag)
     }
 
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        self.registry.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn lookup(&self, stag: STag) -> Option<Arc<Registration>> {
-        let t = self.slots.read().unwrap_or_else(PoisonError::into_inner);
-        let reg = t.slots.get(stag.index() as usize)?.reg.as_ref()?;
+        let registry = self.read();
+        let reg = registry.by_index.get(&stag.index())?;
         (reg.stag == stag).then(|| Arc::clone(reg))
     }
 
@@ -198,17 +237,20 @@ impl MemoryTable {
     /// index may be reused (with another STag).
     pub fn deregister(&self, stag: STag) -> Result<(), AccessViolation> {
         let reg = {
-            let mut t = self.slots.write().unwrap_or_else(PoisonError::into_inner);
-            let slot = t
-                .slots
-                .get_mut(stag.index() as usize)
-                .ok_or(AccessViolation::InvalidStag)?;
-            match &slot.reg {
+            let mut registry = self
+                .registry
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let map = &mut registry.by_index;
+            match map.get(&stag.index()) {
                 Some(r) if r.stag == stag => {}
                 _ => return Err(AccessViolation::InvalidStag),
             }
-            let reg = slot.reg.take();
-            t.live -= 1;
+            let reg = map.remove(&stag.index());
+            // Memory follows the live registrations down, too.
+            if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+                map.shrink_to(map.len() * 2);
+            }
             reg
         };
         if let Some(reg) = reg {
@@ -258,7 +300,7 @@ mod tests {
     use super::*;
 
     fn table() -> (MemoryTable, ProtectionDomain) {
-        let t = MemoryTable::new();
+        let t = MemoryTable::with_seed(1);
         let pd = t.alloc_pd();
         (t, pd)
     }
@@ -269,7 +311,7 @@ mod tests {
         let other_pd = t.alloc_pd();
         let buf = MemoryBuffer::new(100);
         let mut spec = RegionSpec::whole(pd, buf, 0x1000, Access::REMOTE_WRITE);
-        spec.key = 0x5a;
+        spec.key = Some(0x5a);
         let stag = t.register(spec).unwrap();
         assert_eq!(stag.key(), 0x5a);
         let s = StreamId(1);
@@ -325,25 +367,144 @@ mod tests {
             .unwrap();
     }
 
+    fn empty_region(pd: ProtectionDomain, key: Option<u8>) -> RegionSpec {
+        let mut spec = RegionSpec::whole(pd, MemoryBuffer::new(0), 0, Access::REMOTE_WRITE);
+        spec.key = key;
+        spec
+    }
+
     #[test]
-    fn reused_index_gets_a_fresh_stag() {
+    fn reused_indices_never_repeat_an_stag() {
         let (t, pd) = table();
-        let mut seen = std::collections::HashSet::new();
-        // Registering and deregistering with the same key must never hand
-        // out the same STag twice in a row at one index.
-        for _ in 0..10 {
-            let stag = t
-                .register(RegionSpec::whole(
-                    pd,
-                    MemoryBuffer::new(4),
-                    0,
-                    Access::empty(),
-                ))
-                .unwrap();
-            assert!(seen.insert(stag));
-            t.deregister(stag).unwrap();
-            assert!(!t.is_valid(stag));
+        // Register and deregister over and over, with table keys and with
+        // one fixed consumer key: no STag and no index comes twice (within
+        // 2^24 allocations, a cycle).
+        for key in [None, Some(0)] {
+            let mut stags = std::collections::HashSet::new();
+            let mut indices = std::collections::HashSet::new();
+            for _ in 0..5000 {
+                let stag = t.register(empty_region(pd, key)).unwrap();
+                assert!(stags.insert(stag));
+                assert!(indices.insert(stag.index()));
+                assert_ne!(stag.index(), 0);
+                t.deregister(stag).unwrap();
+                assert!(!t.is_valid(stag));
+            }
         }
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn the_seed_fixes_the_sequence() {
+        let stags = |seed| {
+            let t = MemoryTable::with_seed(seed);
+            let pd = t.alloc_pd();
+            (0..32)
+                .map(|_| t.register(empty_region(pd, None)).unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(stags(9), stags(9));
+        assert_ne!(stags(9), stags(10));
+        // Two tables from the operating system's generator differ.
+        let (a, b) = (MemoryTable::new(), MemoryTable::new());
+        let pd = a.alloc_pd();
+        let sa: Vec<_> = (0..4)
+            .map(|_| a.register(empty_region(pd, None)).unwrap())
+            .collect();
+        let sb: Vec<_> = (0..4)
+            .map(|_| b.register(empty_region(pd, None)).unwrap())
+            .collect();
+        assert_ne!(sa, sb);
+    }
+
+    #[test]
+    fn memory_follows_the_live_registrations() {
+        let (t, pd) = table();
+        let stags: Vec<STag> = (0..20_000)
+            .map(|_| t.register(empty_region(pd, None)).unwrap())
+            .collect();
+        assert_eq!(t.len(), 20_000);
+        let peak = t.read().by_index.capacity();
+        for &s in &stags[10..] {
+            t.deregister(s).unwrap();
+        }
+        assert_eq!(t.len(), 10);
+        assert!(t.read().by_index.capacity() < peak / 100);
+        for &s in &stags[..10] {
+            assert!(t.is_valid(s));
+        }
+    }
+
+    /// The guesses a peer holding `own` STags would try first against a
+    /// counter: its neighbours (index ± 1..2000, any key at index ± 1..8),
+    /// one-bit changes, and the first 100,000 counter STags with key 0.
+    fn educated_guesses(own: &[STag]) -> Vec<STag> {
+        let mut g = Vec::new();
+        for s in own {
+            for d in 1..=2000u32 {
+                g.push(STag(s.0.wrapping_add(d << 8)));
+                g.push(STag(s.0.wrapping_sub(d << 8)));
+            }
+            for d in 1..=8u32 {
+                for key in 0..=255 {
+                    g.push(STag::new(s.index() + d, key));
+                    g.push(STag::new(s.index().wrapping_sub(d), key));
+                }
+            }
+            g.extend((0..32).map(|bit| STag(s.0 ^ (1 << bit))));
+        }
+        g.extend((1..=100_000).map(|i| STag::new(i, 0)));
+        g.retain(|s| !own.contains(s));
+        g
+    }
+
+    #[test]
+    fn a_peer_guessing_from_the_stags_it_knows_finds_nothing() {
+        let (t, pd) = table();
+        let w = Access::REMOTE_WRITE;
+        let spec = || RegionSpec::whole(pd, MemoryBuffer::new(8), 0, w);
+        // 1,000 other clients' regions, then the guessing peer's own 8,
+        // all in one domain (one server, many clients).
+        let others: Vec<STag> = (0..1000).map(|_| t.register(spec()).unwrap()).collect();
+        let own: Vec<STag> = (0..8).map(|_| t.register(spec()).unwrap()).collect();
+        let guesses = educated_guesses(&own);
+        assert!(guesses.len() > 150_000);
+        let hits: Vec<STag> = guesses
+            .iter()
+            .copied()
+            .filter(|&g| t.check_remote(g, pd, StreamId(1), w, 0, 8).is_ok())
+            .collect();
+        assert_eq!(hits, [], "{} of the others' STags guessed", hits.len());
+        assert!(others.iter().all(|&s| t.is_valid(s)));
+    }
+
+    #[test]
+    fn blind_guesses_hit_at_the_documented_rate() {
+        // N = 2^16 live regions, G = 2^20 uniform guesses: N·G / 2^32 = 16
+        // hits expected (Poisson; 4 to 32 is beyond ±3 sigma). A counter
+        // would give the same mean but the hits would cluster in the low
+        // indices: both halves of the index range must see hits.
+        let (t, pd) = table();
+        let w = Access::REMOTE_WRITE;
+        for _ in 0..1 << 16 {
+            t.register(RegionSpec::whole(pd, MemoryBuffer::new(0), 0, w))
+                .unwrap();
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut hits = Vec::new();
+        for _ in 0..1 << 20 {
+            // xorshift64: a guesser's own generator, unrelated to the table.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let g = STag(x as u32);
+            if t.check_remote(g, pd, StreamId(1), w, 0, 0).is_ok() {
+                hits.push(g);
+            }
+        }
+        assert!((4..=32).contains(&hits.len()), "{} hits", hits.len());
+        let low = hits.iter().filter(|s| s.index() < 1 << 23).count();
+        assert!(low > 0 && low < hits.len(), "{hits:x?}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Errors of MPA full operation, on either half-connection.
 
-use super::LlpErrorCode;
+use crate::framing::{LlpError, LlpErrorCode};
 
 /// Why an MPA receiver stopped accepting FPDUs. Once one is reported, the
 /// receiver passes nothing more on that half-connection (RFC 5044 §8).
@@ -36,27 +36,11 @@ pub enum MpaError {
     },
 }
 
-impl MpaError {
-    /// The code to report in a Terminate message (layer LLP).
-    pub const fn llp_code(&self) -> LlpErrorCode {
+impl LlpError for MpaError {
+    fn llp_code(&self) -> LlpErrorCode {
         match self {
             Self::Crc { .. } => LlpErrorCode::CrcError,
             Self::Marker { .. } => LlpErrorCode::MarkerMismatch,
         }
     }
-}
-
-/// Why an MPA transmitter refused a ULPDU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum TxError {
-    /// The ULPDU does not fit the 16-bit ULPDU_Length field.
-    #[error("ULPDU of {len} octets exceeds the 65535 an FPDU can carry")]
-    UlpduTooLong {
-        /// The length offered.
-        len: usize,
-    },
-    /// A responder may not send an FPDU before it has received and
-    /// validated one (RFC 5044 §7.1.2 rule 4).
-    #[error("a responder sends no FPDU before it has received one (RFC 5044 §7.1.2 rule 4)")]
-    AwaitingFirstFpdu,
 }

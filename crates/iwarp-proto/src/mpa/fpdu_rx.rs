@@ -6,18 +6,11 @@
 //! when it is in use (code 2), and hands the ULPDU octets to the layer
 //! above. After an error it passes nothing more (RFC 5044 §8).
 //!
-//! Two ways to drive it:
-//!
-//! - [`FpduReceiver::receive`] takes a buffer of received octets and a
-//!   [`UlpduSink`], and calls the sink with each ULPDU's length, its octets
-//!   and its end, copying nothing itself.
-//! - The step API, for a runtime that places payload straight from the
-//!   socket into its destination: [`FpduReceiver::next`] says whether
-//!   framing octets or ULPDU octets come next (and how many ULPDU octets
-//!   before the next marker); framing octets go to
-//!   [`FpduReceiver::push_framing`], ULPDU octets are read wherever the
-//!   caller likes and then shown to [`FpduReceiver::push_ulpdu`] (which folds
-//!   them into the CRC).
+//! It is driven through [`Deframer`]: the one [`crate::framing::receive`]
+//! loop into a sink, or the step API for direct placement. MPA knows
+//! nothing of DDP's header: a ULPDU begins with no header octets of its
+//! own ([`FramingEvent::Begin`] with `header_len` 0) and all of it comes as
+//! payload.
 //!
 //! An out-of-order receive path (TCP segments tagged with sequence numbers,
 //! FPDUs located through markers, draft-ietf-rddp-mpa-01 §3.1.2 and §5.4)
@@ -25,85 +18,12 @@
 //! [`super::marker`] and the format of [`super::fpdu`], and hands ULPDUs to
 //! the same sink, while this in-order receiver stays as it is.
 
-use super::crc::{self, Crc32c};
 use super::error::MpaError;
 use super::fpdu::{pad_len, CRC_LEN, HEADER_LEN};
-use super::marker::{self, MARKER_LEN};
+use super::marker::{self, INTERVAL};
 use super::FramingParams;
-use crate::framing::{FeedError, UlpduSink};
-
-/// Runs between markers handed to the sink in one call at most (8 KiB of
-/// ULPDU octets): enough to amortise the sink's per-call cost, small
-/// enough that the array costs little for a small ULPDU.
-const GATHER: usize = 16;
-
-/// What the receiver expects next in the stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
-    /// Framing octets (ULPDU_Length, marker, pad or CRC): pass them to
-    /// [`FpduReceiver::push_framing`].
-    Framing,
-    /// ULPDU octets: up to `run` of them come before the next marker or the
-    /// end of the ULPDU; `remaining` are left in the ULPDU in all.
-    Ulpdu {
-        /// ULPDU octets contiguous in the stream from here.
-        run: usize,
-        /// ULPDU octets not yet received.
-        remaining: usize,
-    },
-    /// An error was reported; nothing more is accepted.
-    Failed,
-}
-
-/// One stretch of stream octets in an [`UlpduLayout`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Span {
-    /// This many ULPDU octets, contiguous in the stream.
-    Ulpdu(usize),
-    /// A 4-octet marker.
-    Marker,
-}
-
-/// The stream layout of upcoming ULPDU octets: see
-/// [`FpduReceiver::ulpdu_layout`].
-#[derive(Debug, Clone)]
-pub struct UlpduLayout {
-    offset: u64,
-    left: usize,
-    markers: bool,
-}
-
-impl Iterator for UlpduLayout {
-    type Item = Span;
-
-    fn next(&mut self) -> Option<Span> {
-        if self.left == 0 {
-            return None;
-        }
-        if self.markers && marker::is_marker_at(self.offset) {
-            self.offset += MARKER_LEN as u64;
-            return Some(Span::Marker);
-        }
-        let run = if self.markers {
-            let room = marker::next_marker_at(self.offset) - self.offset;
-            self.left.min(usize::try_from(room).unwrap_or(usize::MAX))
-        } else {
-            self.left
-        };
-        self.left -= run;
-        self.offset += run as u64;
-        Some(Span::Ulpdu(run))
-    }
-}
-
-/// What a call to [`FpduReceiver::push_framing`] completed, if anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FramingEvent {
-    /// A ULPDU of this many octets begins.
-    UlpduBegin(usize),
-    /// The current ULPDU is complete and its FPDU passed every check.
-    UlpduEnd,
-}
+use crate::framing::crc::{self, Crc32c};
+use crate::framing::{Deframer, FramingEvent, Layout, Next, MARKER_LEN};
 
 /// Where the receiver is inside the current FPDU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,328 +88,14 @@ impl FpduReceiver {
         }
     }
 
-    /// Stream offset of the next octet expected.
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// The length of the ULPDU being received, or of the last one when the
-    /// receiver sits between FPDUs (0 before the first).
-    pub fn ulpdu_len(&self) -> usize {
-        self.ulpdu_len
-    }
-
-    /// The length of the ULPDU before the one [`FpduReceiver::ulpdu_len`]
-    /// gives. A runtime uses the two to guess the size of the next FPDU.
-    pub fn previous_ulpdu_len(&self) -> usize {
-        self.previous_ulpdu_len
-    }
-
-    /// FPDUs received and validated so far.
-    pub fn fpdus_received(&self) -> u64 {
-        self.fpdus
-    }
-
-    /// The error that stopped this receiver, if one did.
-    pub fn error(&self) -> Option<MpaError> {
-        self.failed
-    }
-
-    /// Whether the receiver sits between two FPDUs (nothing of the next one
-    /// read yet): the only place where the stream may cleanly end.
-    pub fn at_fpdu_boundary(&self) -> bool {
-        self.failed.is_none() && self.field == Field::Header { got: 0 } && self.marker.is_none()
-    }
-
     /// Whether a marker starts at the next octet.
     fn marker_due(&self) -> bool {
-        self.markers && self.marker.is_none() && marker::is_marker_at(self.offset)
-    }
-
-    /// What comes next.
-    pub fn next(&self) -> Next {
-        if self.failed.is_some() {
-            return Next::Failed;
-        }
-        match self.field {
-            Field::Ulpdu { remaining } if remaining > 0 && self.marker.is_none() => {
-                if self.marker_due() {
-                    return Next::Framing;
-                }
-                let run = if self.markers {
-                    let room = marker::next_marker_at(self.offset) - self.offset;
-                    remaining.min(usize::try_from(room).unwrap_or(usize::MAX))
-                } else {
-                    remaining
-                };
-                Next::Ulpdu { run, remaining }
-            }
-            _ => Next::Framing,
-        }
+        self.markers && self.marker.is_none() && INTERVAL.is_marker_at(self.offset)
     }
 
     fn fail(&mut self, error: MpaError) -> MpaError {
         self.failed = Some(error);
         error
-    }
-
-    /// Consumes framing octets from the front of `input`, stopping at the
-    /// first ULPDU octet, at the end of `input`, or right after completing
-    /// an event. Returns the octets consumed and the event, if any.
-    ///
-    /// Call it when [`FpduReceiver::next`] says [`Next::Framing`]; when ULPDU
-    /// octets come next it consumes nothing.
-    pub fn push_framing(
-        &mut self,
-        input: &[u8],
-    ) -> Result<(usize, Option<FramingEvent>), MpaError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        let mut used = 0;
-        while used < input.len() {
-            // A marker can fall anywhere; it is read before the field it
-            // interrupts continues.
-            if let Some((got, mut buf)) = self.marker.take() {
-                let n = (MARKER_LEN - got as usize).min(input.len() - used);
-                buf[got as usize..got as usize + n].copy_from_slice(&input[used..used + n]);
-                used += n;
-                self.offset += n as u64;
-                let got = got + n as u8;
-                if (got as usize) < MARKER_LEN {
-                    self.marker = Some((got, buf));
-                    continue;
-                }
-                self.check_marker(buf)?;
-                continue;
-            }
-            if self.marker_due() {
-                if self.field == (Field::Header { got: 0 }) {
-                    // Between FPDUs: this marker opens the next FPDU.
-                    self.start_fpdu();
-                }
-                self.marker = Some((0, [0; MARKER_LEN]));
-                continue;
-            }
-            let room = if self.markers {
-                (marker::next_marker_at(self.offset) - self.offset) as usize
-            } else {
-                usize::MAX
-            };
-            let avail = (input.len() - used).min(room);
-            match self.field {
-                Field::Header { got } => {
-                    if got == 0 {
-                        self.start_fpdu_unless_marked();
-                        self.header_offset = self.offset;
-                    }
-                    let n = (HEADER_LEN - got as usize).min(avail);
-                    let bytes = &input[used..used + n];
-                    self.header[got as usize..got as usize + n].copy_from_slice(bytes);
-                    self.crc.update(bytes);
-                    used += n;
-                    self.offset += n as u64;
-                    let got = got + n as u8;
-                    if (got as usize) < HEADER_LEN {
-                        self.field = Field::Header { got };
-                        continue;
-                    }
-                    self.previous_ulpdu_len = self.ulpdu_len;
-                    self.ulpdu_len = u16::from_be_bytes(self.header) as usize;
-                    self.field = Field::Ulpdu {
-                        remaining: self.ulpdu_len,
-                    };
-                    if self.ulpdu_len == 0 {
-                        self.after_ulpdu();
-                    }
-                    return Ok((used, Some(FramingEvent::UlpduBegin(self.ulpdu_len))));
-                }
-                Field::Ulpdu { .. } => return Ok((used, None)),
-                Field::Pad { remaining } => {
-                    let n = (remaining as usize).min(avail);
-                    self.crc.update(&input[used..used + n]);
-                    used += n;
-                    self.offset += n as u64;
-                    let remaining = remaining - n as u8;
-                    self.field = if remaining == 0 {
-                        Field::Crc { got: 0 }
-                    } else {
-                        Field::Pad { remaining }
-                    };
-                }
-                Field::Crc { got } => {
-                    let n = (CRC_LEN - got as usize).min(avail);
-                    self.crc_field[got as usize..got as usize + n]
-                        .copy_from_slice(&input[used..used + n]);
-                    used += n;
-                    self.offset += n as u64;
-                    let got = got + n as u8;
-                    if (got as usize) < CRC_LEN {
-                        self.field = Field::Crc { got };
-                        continue;
-                    }
-                    self.finish_fpdu()?;
-                    return Ok((used, Some(FramingEvent::UlpduEnd)));
-                }
-            }
-        }
-        Ok((used, None))
-    }
-
-    /// Records that the caller has received `bytes`, the next ULPDU octets
-    /// (at most the `run` that [`FpduReceiver::next`] announced), wherever it
-    /// put them. They are folded into the CRC.
-    ///
-    /// # Panics
-    ///
-    /// If more octets are pushed than [`Next::Ulpdu`] allowed: a caller bug.
-    pub fn push_ulpdu(&mut self, bytes: &[u8]) -> Result<(), MpaError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        let Next::Ulpdu { run, remaining } = self.next() else {
-            assert!(
-                bytes.is_empty(),
-                "ULPDU octets pushed where framing octets are due"
-            );
-            return Ok(());
-        };
-        assert!(
-            bytes.len() <= run,
-            "more ULPDU octets pushed than the run allows"
-        );
-        self.crc.update(bytes);
-        self.offset += bytes.len() as u64;
-        let remaining = remaining - bytes.len();
-        self.field = Field::Ulpdu { remaining };
-        if remaining == 0 {
-            self.after_ulpdu();
-        }
-        Ok(())
-    }
-
-    /// The layout of the next stream octets while the receiver is inside a
-    /// ULPDU: runs of ULPDU octets and the markers between them, covering
-    /// at most `max_ulpdu` ULPDU octets and ending with the last ULPDU
-    /// octet or run before that limit. Empty unless [`FpduReceiver::next`]
-    /// says ULPDU octets or a marker inside a ULPDU come next.
-    ///
-    /// A runtime uses it to build one vectored read that puts payload
-    /// straight into its destination and markers into a scratch array,
-    /// then replays the same layout through [`FpduReceiver::push_ulpdu`]
-    /// and [`FpduReceiver::push_framing`].
-    pub fn ulpdu_layout(&self, max_ulpdu: usize) -> UlpduLayout {
-        let remaining = match (self.failed, self.field, self.marker) {
-            (None, Field::Ulpdu { remaining }, None) if remaining > 0 => remaining,
-            _ => 0,
-        };
-        UlpduLayout {
-            offset: self.offset,
-            left: remaining.min(max_ulpdu),
-            markers: self.markers,
-        }
-    }
-
-    /// Feeds received octets, calling `sink` for each ULPDU. Consumes all of
-    /// `input` unless an error stops it; returns the octets consumed.
-    pub fn receive<S: UlpduSink>(
-        &mut self,
-        input: &[u8],
-        sink: &mut S,
-    ) -> Result<usize, FeedError<MpaError, S::Error>> {
-        let mut used = 0;
-        loop {
-            if let Some(e) = self.failed {
-                return Err(FeedError::Framing(e));
-            }
-            match self.next() {
-                Next::Failed => return Ok(used),
-                Next::Ulpdu { run, .. } if !self.markers => {
-                    // Without markers the ULPDU is one run.
-                    let n = run.min(input.len() - used);
-                    if n == 0 {
-                        return Ok(used);
-                    }
-                    let bytes = &input[used..used + n];
-                    self.push_ulpdu(bytes).map_err(FeedError::Framing)?;
-                    used += n;
-                    sink.ulpdu_data(bytes).map_err(FeedError::Sink)?;
-                }
-                Next::Ulpdu { .. } => {
-                    // Gather the runs between the markers of this input
-                    // into one call, so that the sink places them at once.
-                    let mut pieces: [&[u8]; GATHER] = [&[]; GATHER];
-                    let mut count = 0;
-                    // A bad marker ends the gathering; what came before it
-                    // still goes to the sink, as it would piece by piece.
-                    let mut error = None;
-                    while count < GATHER {
-                        match self.next() {
-                            Next::Ulpdu { run, .. } => {
-                                let n = run.min(input.len() - used);
-                                if n == 0 {
-                                    break;
-                                }
-                                let bytes = &input[used..used + n];
-                                // Within the run `next` allowed: cannot fail.
-                                if let Err(e) = self.push_ulpdu(bytes) {
-                                    error = Some(e);
-                                    break;
-                                }
-                                used += n;
-                                pieces[count] = bytes;
-                                count += 1;
-                            }
-                            Next::Framing if self.inside_ulpdu() && used < input.len() => {
-                                // A marker inside the ULPDU: no event.
-                                match self.push_framing(&input[used..]) {
-                                    Ok((n, _)) => used += n,
-                                    Err(e) => {
-                                        error = Some(e);
-                                        break;
-                                    }
-                                }
-                            }
-                            _ => break,
-                        }
-                    }
-                    if count > 0 {
-                        sink.ulpdu_data_vectored(&pieces[..count])
-                            .map_err(FeedError::Sink)?;
-                    }
-                    if let Some(e) = error {
-                        return Err(FeedError::Framing(e));
-                    }
-                    if count == 0 && used == input.len() {
-                        return Ok(used);
-                    }
-                }
-                Next::Framing => {
-                    if used == input.len() {
-                        return Ok(used);
-                    }
-                    let (n, event) = self
-                        .push_framing(&input[used..])
-                        .map_err(FeedError::Framing)?;
-                    used += n;
-                    match event {
-                        Some(FramingEvent::UlpduBegin(len)) => {
-                            sink.ulpdu_begin(len).map_err(FeedError::Sink)?
-                        }
-                        Some(FramingEvent::UlpduEnd) => {
-                            sink.ulpdu_end().map_err(FeedError::Sink)?
-                        }
-                        None => {}
-                    }
-                }
-            }
-        }
-    }
-
-    /// Whether ULPDU octets are still to come in the current FPDU (a marker
-    /// read now falls inside the ULPDU).
-    fn inside_ulpdu(&self) -> bool {
-        matches!(self.field, Field::Ulpdu { remaining } if remaining > 0)
     }
 
     /// A new FPDU starts at the current offset.
@@ -503,7 +109,7 @@ impl FpduReceiver {
     fn start_fpdu_unless_marked(&mut self) {
         let opened_by_marker = self.markers
             && self.fpdu_offset + MARKER_LEN as u64 == self.offset
-            && marker::is_marker_at(self.fpdu_offset);
+            && INTERVAL.is_marker_at(self.fpdu_offset);
         if !opened_by_marker {
             self.start_fpdu();
         }
@@ -558,5 +164,201 @@ impl FpduReceiver {
         self.field = Field::Header { got: 0 };
         self.crc = Crc32c::new();
         Ok(())
+    }
+}
+
+impl Deframer for FpduReceiver {
+    type Error = MpaError;
+
+    fn next(&self) -> Next {
+        if self.failed.is_some() {
+            return Next::Failed;
+        }
+        match self.field {
+            Field::Ulpdu { remaining } if remaining > 0 && self.marker.is_none() => {
+                if self.marker_due() {
+                    return Next::Framing;
+                }
+                let run = if self.markers {
+                    remaining.min(INTERVAL.room(self.offset))
+                } else {
+                    remaining
+                };
+                Next::Payload { run, remaining }
+            }
+            _ => Next::Framing,
+        }
+    }
+
+    fn push_framing(&mut self, input: &[u8]) -> Result<(usize, Option<FramingEvent>), MpaError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut used = 0;
+        while used < input.len() {
+            // A marker can fall anywhere; it is read before the field it
+            // interrupts continues.
+            if let Some((got, mut buf)) = self.marker.take() {
+                let n = (MARKER_LEN - got as usize).min(input.len() - used);
+                buf[got as usize..got as usize + n].copy_from_slice(&input[used..used + n]);
+                used += n;
+                self.offset += n as u64;
+                let got = got + n as u8;
+                if (got as usize) < MARKER_LEN {
+                    self.marker = Some((got, buf));
+                    continue;
+                }
+                self.check_marker(buf)?;
+                continue;
+            }
+            if self.marker_due() {
+                if self.field == (Field::Header { got: 0 }) {
+                    // Between FPDUs: this marker opens the next FPDU.
+                    self.start_fpdu();
+                }
+                self.marker = Some((0, [0; MARKER_LEN]));
+                continue;
+            }
+            let room = if self.markers {
+                INTERVAL.room(self.offset)
+            } else {
+                usize::MAX
+            };
+            let avail = (input.len() - used).min(room);
+            match self.field {
+                Field::Header { got } => {
+                    if got == 0 {
+                        self.start_fpdu_unless_marked();
+                        self.header_offset = self.offset;
+                    }
+                    let n = (HEADER_LEN - got as usize).min(avail);
+                    let bytes = &input[used..used + n];
+                    self.header[got as usize..got as usize + n].copy_from_slice(bytes);
+                    self.crc.update(bytes);
+                    used += n;
+                    self.offset += n as u64;
+                    let got = got + n as u8;
+                    if (got as usize) < HEADER_LEN {
+                        self.field = Field::Header { got };
+                        continue;
+                    }
+                    self.previous_ulpdu_len = self.ulpdu_len;
+                    self.ulpdu_len = u16::from_be_bytes(self.header) as usize;
+                    self.field = Field::Ulpdu {
+                        remaining: self.ulpdu_len,
+                    };
+                    if self.ulpdu_len == 0 {
+                        self.after_ulpdu();
+                    }
+                    return Ok((
+                        used,
+                        Some(FramingEvent::Begin {
+                            header_len: 0,
+                            payload_len: self.ulpdu_len,
+                        }),
+                    ));
+                }
+                Field::Ulpdu { .. } => return Ok((used, None)),
+                Field::Pad { remaining } => {
+                    let n = (remaining as usize).min(avail);
+                    self.crc.update(&input[used..used + n]);
+                    used += n;
+                    self.offset += n as u64;
+                    let remaining = remaining - n as u8;
+                    self.field = if remaining == 0 {
+                        Field::Crc { got: 0 }
+                    } else {
+                        Field::Pad { remaining }
+                    };
+                }
+                Field::Crc { got } => {
+                    let n = (CRC_LEN - got as usize).min(avail);
+                    self.crc_field[got as usize..got as usize + n]
+                        .copy_from_slice(&input[used..used + n]);
+                    used += n;
+                    self.offset += n as u64;
+                    let got = got + n as u8;
+                    if (got as usize) < CRC_LEN {
+                        self.field = Field::Crc { got };
+                        continue;
+                    }
+                    self.finish_fpdu()?;
+                    return Ok((used, Some(FramingEvent::End)));
+                }
+            }
+        }
+        Ok((used, None))
+    }
+
+    fn push_payload(&mut self, bytes: &[u8]) -> Result<(), MpaError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let Next::Payload { run, remaining } = self.next() else {
+            assert!(
+                bytes.is_empty(),
+                "payload octets pushed where framing octets are due"
+            );
+            return Ok(());
+        };
+        assert!(
+            bytes.len() <= run,
+            "more ULPDU octets pushed than the run allows"
+        );
+        self.crc.update(bytes);
+        self.offset += bytes.len() as u64;
+        let remaining = remaining - bytes.len();
+        self.field = Field::Ulpdu { remaining };
+        if remaining == 0 {
+            self.after_ulpdu();
+        }
+        Ok(())
+    }
+
+    fn header(&self) -> &[u8] {
+        &[]
+    }
+
+    fn layout(&self, max_payload: usize) -> Layout {
+        let remaining = match (self.failed, self.field, self.marker) {
+            (None, Field::Ulpdu { remaining }, None) => remaining,
+            _ => 0,
+        };
+        Layout::new(
+            self.offset,
+            remaining.min(max_payload),
+            self.markers.then_some(INTERVAL),
+        )
+    }
+
+    fn payload_remaining(&self) -> usize {
+        match self.field {
+            Field::Ulpdu { remaining } => remaining,
+            _ => 0,
+        }
+    }
+
+    fn at_boundary(&self) -> bool {
+        self.failed.is_none() && self.field == Field::Header { got: 0 } && self.marker.is_none()
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn pdus_received(&self) -> u64 {
+        self.fpdus
+    }
+
+    fn payload_len(&self) -> usize {
+        self.ulpdu_len
+    }
+
+    fn previous_payload_len(&self) -> usize {
+        self.previous_ulpdu_len
+    }
+
+    fn error(&self) -> Option<MpaError> {
+        self.failed
     }
 }

@@ -3,7 +3,11 @@
 //! random ULPDUs, chunkings and stream offsets.
 
 use super::*;
-use crate::framing::{CollectUlpdus, FeedError, WireBatch};
+use crate::framing::crc;
+use crate::framing::{
+    CollectUlpdus, Deframer, FeedError, Framer, FramingEvent, LlpError, LlpErrorCode, Next, Span,
+    TxError, WireBatch,
+};
 use proptest::prelude::*;
 
 use crate::test_util::hex;
@@ -21,7 +25,7 @@ fn transmit(tx: &mut FpduTransmitter, ulpdus: &[Vec<u8>]) -> Vec<u8> {
     let mut wire = Vec::new();
     for u in ulpdus {
         batch.clear();
-        tx.frame(&[u], &mut batch).unwrap();
+        tx.frame(&[], &[u], &mut batch).unwrap();
         let before = wire.len();
         batch.write_to(&[u], &mut wire);
         assert_eq!(wire.len() - before, batch.wire_len());
@@ -76,7 +80,7 @@ fn figure_5_first_fpdu_with_leading_marker() {
     let mut sink = CollectUlpdus::new();
     receive_chunked(&mut rx, &expected, &[1], &mut sink).unwrap();
     assert_eq!(sink.complete, vec![figure_ulpdu(1)]);
-    assert!(rx.at_fpdu_boundary());
+    assert!(rx.at_boundary());
 }
 
 #[test]
@@ -173,7 +177,7 @@ fn markers_every_512_octets_point_to_the_header() {
         assert_eq!(ptr, m - 4, "marker at {m}");
     }
     assert_eq!(wire.len(), tx.offset() as usize);
-    assert_eq!(wire.len(), FpduTransmitter::new(BOTH).wire_len(3000));
+    assert_eq!(wire.len(), FpduTransmitter::new(BOTH).wire_len(0, 3000));
 }
 
 #[test]
@@ -236,27 +240,12 @@ fn nothing_passes_after_an_error() {
 }
 
 #[test]
-fn responder_holds_its_first_fpdu() {
-    let mut tx = FpduTransmitter::new(CRC_ONLY);
-    tx.hold_until_first_fpdu();
-    let mut batch = WireBatch::new();
-    assert_eq!(
-        tx.frame(&[b"x"], &mut batch),
-        Err(TxError::AwaitingFirstFpdu)
-    );
-    assert!(batch.is_empty());
-    tx.release();
-    tx.frame(&[b"x"], &mut batch).unwrap();
-    assert_eq!(batch.pdu_count(), 1);
-}
-
-#[test]
 fn oversized_ulpdu_is_refused() {
     let mut tx = FpduTransmitter::new(CRC_ONLY);
     let big = vec![0u8; 65536];
     let mut batch = WireBatch::new();
     assert_eq!(
-        tx.frame(&[&big], &mut batch),
+        tx.frame(&[], &[&big], &mut batch),
         Err(TxError::UlpduTooLong { len: 65536 })
     );
     assert_eq!(tx.offset(), 0);
@@ -272,17 +261,18 @@ fn batch_of_several_fpdus_uses_slice_indices_across_calls() {
         &[4u8; 5][..],
     );
     let mut batch = WireBatch::new();
-    tx.frame(&[h1, p1], &mut batch).unwrap();
-    tx.frame(&[h2, p2], &mut batch).unwrap();
-    assert_eq!(batch.slice_count(), 4);
+    tx.frame(h1, &[p1], &mut batch).unwrap();
+    tx.frame(h2, &[p2], &mut batch).unwrap();
+    // The headers are copied into the batch; the payloads are referenced.
+    assert_eq!(batch.slice_count(), 2);
     let mut wire = Vec::new();
-    batch.write_to(&[h1, p1, h2, p2], &mut wire);
+    batch.write_to(&[p1, p2], &mut wire);
     let mut rx = FpduReceiver::new(BOTH);
     let mut sink = CollectUlpdus::new();
     receive_chunked(&mut rx, &wire, &[wire.len()], &mut sink).unwrap();
     assert_eq!(sink.complete, vec![[h1, p1].concat(), [h2, p2].concat()]);
     // Payload pieces are the caller's memory, not copies.
-    let slices = [h1, p1, h2, p2];
+    let slices = [p1, p2];
     assert!(batch
         .pieces(&slices)
         .any(|piece| std::ptr::eq(piece.as_ptr(), p1.as_ptr())));
@@ -307,14 +297,16 @@ fn step_api_places_ulpdu_octets_where_the_caller_wants() {
                 let (n, ev) = rx.push_framing(&wire[at..]).unwrap();
                 at += n;
                 match ev {
-                    Some(FramingEvent::UlpduBegin(len)) => lens.push(len),
-                    Some(FramingEvent::UlpduEnd) => ends += 1,
+                    Some(FramingEvent::Begin {
+                        payload_len: len, ..
+                    }) => lens.push(len),
+                    Some(FramingEvent::End) => ends += 1,
                     None => assert!(n > 0),
                 }
             }
-            Next::Ulpdu { run, .. } => {
+            Next::Payload { run, .. } => {
                 dest[placed..placed + run].copy_from_slice(&wire[at..at + run]);
-                rx.push_ulpdu(&dest[placed..placed + run]).unwrap();
+                rx.push_payload(&dest[placed..placed + run]).unwrap();
                 placed += run;
                 at += run;
             }
@@ -332,7 +324,7 @@ fn receive_with_layout(rx: &mut FpduReceiver, wire: &[u8], read_max: usize) -> V
     let mut placed = Vec::new();
     let mut at = 0;
     while at < wire.len() {
-        let layout: Vec<Span> = rx.ulpdu_layout(read_max).collect();
+        let layout: Vec<Span> = rx.layout(read_max).collect();
         if layout.is_empty() {
             let (n, _) = rx.push_framing(&wire[at..at + 1]).unwrap();
             at += n;
@@ -340,8 +332,8 @@ fn receive_with_layout(rx: &mut FpduReceiver, wire: &[u8], read_max: usize) -> V
         }
         for span in layout {
             match span {
-                Span::Ulpdu(n) => {
-                    rx.push_ulpdu(&wire[at..at + n]).unwrap();
+                Span::Payload(n) => {
+                    rx.push_payload(&wire[at..at + n]).unwrap();
                     placed.extend_from_slice(&wire[at..at + n]);
                     at += n;
                 }
@@ -370,13 +362,13 @@ fn layout_spans_cover_the_ulpdu_around_markers() {
                 ulpdus.concat(),
                 "offset {offset} read_max {read_max}"
             );
-            assert!(rx.at_fpdu_boundary());
-            assert_eq!(rx.fpdus_received(), 3);
+            assert!(rx.at_boundary());
+            assert_eq!(rx.pdus_received(), 3);
         }
     }
     // Nothing to lay out between FPDUs or after an error.
     let rx = FpduReceiver::new(BOTH);
-    assert_eq!(rx.ulpdu_layout(100).count(), 0);
+    assert_eq!(rx.layout(100).count(), 0);
 }
 
 fn params_strategy() -> impl Strategy<Value = FramingParams> {
@@ -425,9 +417,9 @@ proptest! {
         let expect_len: usize = {
             let mut probe = tx.clone();
             ulpdus.iter().map(|u| {
-                let n = probe.wire_len(u.len());
+                let n = probe.wire_len(0, u.len());
                 let mut b = WireBatch::new();
-                probe.frame(&[u], &mut b).unwrap();
+                probe.frame(&[], &[u], &mut b).unwrap();
                 n
             }).sum()
         };
@@ -438,9 +430,9 @@ proptest! {
         let mut sink = CollectUlpdus::new();
         receive_chunked(&mut rx, &wire, &chunks, &mut sink).unwrap();
         prop_assert_eq!(&sink.complete, &ulpdus);
-        prop_assert!(rx.at_fpdu_boundary());
+        prop_assert!(rx.at_boundary());
         prop_assert_eq!(rx.offset(), tx.offset());
-        prop_assert_eq!(rx.fpdus_received(), ulpdus.len() as u64);
+        prop_assert_eq!(rx.pdus_received(), ulpdus.len() as u64);
     }
 
     /// With CRC on, a single flipped bit anywhere in a conforming stream
@@ -467,7 +459,7 @@ proptest! {
         // Every ULPDU delivered is an intact original, in order.
         prop_assert!(sink.complete.len() < ulpdus.len());
         prop_assert_eq!(&sink.complete[..], &ulpdus[..sink.complete.len()]);
-        prop_assert!(result.is_err() || !rx.at_fpdu_boundary());
+        prop_assert!(result.is_err() || !rx.at_boundary());
     }
 
     /// Feeding one octet at a time gives the same result as feeding all,
@@ -516,9 +508,9 @@ proptest! {
         prop_assert_eq!(&sink.complete[..], &ulpdus[..sink.complete.len()]);
         let mut probe = FpduTransmitter::new(params);
         let ended_before = ulpdus.iter().take_while(|u| {
-            let n = probe.wire_len(u.len()) as u64;
+            let n = probe.wire_len(0, u.len()) as u64;
             let mut b = WireBatch::new();
-            probe.frame(&[u], &mut b).unwrap();
+            probe.frame(&[], &[u], &mut b).unwrap();
             probe.offset() <= at as u64 && n > 0
         }).count();
         prop_assert_eq!(sink.complete.len(), ended_before);

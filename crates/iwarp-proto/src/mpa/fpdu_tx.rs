@@ -1,20 +1,24 @@
 //! FPDU transmission: ULPDUs in, wire octets out as a list of pieces.
 //!
-//! The transmitter never copies a ULPDU. The caller passes the ULPDU as a
-//! list of slices (typically a DDP header and payload borrowed from
-//! registered memory) and gets back, in a [`WireBatch`], the wire octets
-//! of the FPDU as an ordered list of pieces: small framing octets owned by
-//! the batch (ULPDU_Length, markers, pad, CRC) and ranges of the caller's
-//! slices, split wherever a marker falls. The runtime turns the pieces into
-//! `IoSlice`s for one vectored write. A batch keeps its capacity across
-//! uses, so steady-state transmission allocates nothing.
+//! The transmitter never copies payload. The caller passes the ULPDU as a
+//! DDP header and payload slices borrowed from registered memory
+//! ([`Framer::frame`]) and gets back, in a [`WireBatch`], the wire octets
+//! of the FPDU as an ordered list of pieces: framing octets owned by the
+//! batch (ULPDU_Length and the DDP header behind it, markers, pad, CRC)
+//! and ranges of the caller's payload slices, split wherever a marker
+//! falls. The runtime turns the pieces into `IoSlice`s for one vectored
+//! write. A batch keeps its capacity across uses, so steady-state
+//! transmission allocates nothing.
+//!
+//! MPA does not know where DDP's header ends; the split is the caller's,
+//! and only decides what is copied: a ULPDU passed whole as payload, with
+//! an empty header, gives the same octets on the wire.
 
-use super::crc::Crc32c;
-use super::error::TxError;
 use super::fpdu::{pad_len, CRC_LEN, MAX_ULPDU_LEN, PAD};
-use super::marker::{self, MARKER_LEN};
+use super::marker::{self, INTERVAL};
 use super::FramingParams;
-use crate::framing::WireBatch;
+use crate::framing::crc::Crc32c;
+use crate::framing::{Framer, TxError, WireBatch, MARKER_LEN};
 
 /// Frames ULPDUs into FPDUs for one half-connection.
 #[derive(Debug, Clone)]
@@ -24,8 +28,7 @@ pub struct FpduTransmitter {
     /// Stream offset of the next octet to send, counted from the first
     /// octet of full operation.
     offset: u64,
-    /// A responder holds its first FPDU until it has received one.
-    held: bool,
+    fpdus: u64,
 }
 
 impl FpduTransmitter {
@@ -43,30 +46,8 @@ impl FpduTransmitter {
             crc: params.crc,
             markers: params.send_markers,
             offset,
-            held: false,
+            fpdus: 0,
         }
-    }
-
-    /// Refuses to frame anything until [`FpduTransmitter::release`]: what a
-    /// responder does until it has received and validated an FPDU
-    /// (RFC 5044 §7.1.2 rule 4).
-    pub fn hold_until_first_fpdu(&mut self) {
-        self.held = true;
-    }
-
-    /// Lifts [`FpduTransmitter::hold_until_first_fpdu`].
-    pub fn release(&mut self) {
-        self.held = false;
-    }
-
-    /// Whether the transmitter is holding back its first FPDU.
-    pub fn is_held(&self) -> bool {
-        self.held
-    }
-
-    /// Stream offset of the next octet this transmitter will produce.
-    pub fn offset(&self) -> u64 {
-        self.offset
     }
 
     /// Whether markers are inserted.
@@ -78,40 +59,16 @@ impl FpduTransmitter {
     pub fn crc(&self) -> bool {
         self.crc
     }
+}
 
-    /// Octets the FPDU for a ULPDU of `ulpdu_len` octets takes on the wire
-    /// if sent next, markers included.
-    pub fn wire_len(&self, ulpdu_len: usize) -> usize {
-        let fpdu = super::fpdu::fpdu_len(ulpdu_len) as u64;
-        if !self.markers {
-            return fpdu as usize;
-        }
-        // Each marker pushes the rest of the FPDU 4 octets further; a
-        // marker right after the CRC belongs to the next FPDU.
-        let mut end = self.offset + fpdu;
-        let mut counted = 0;
-        loop {
-            let n = marker::markers_in(self.offset, end);
-            if n == counted {
-                return (end - self.offset) as usize;
-            }
-            end += (n - counted) * MARKER_LEN as u64;
-            counted = n;
-        }
-    }
-
-    /// Appends to `batch` the FPDU carrying the ULPDU made of `ulpdu`'s
-    /// slices in order.
-    ///
-    /// The batch records ranges of the slices by index, counted across every
-    /// FPDU appended since the batch was last cleared: to write the batch,
-    /// pass [`WireBatch::pieces`] all the slices of all those ULPDUs, in
-    /// order.
-    pub fn frame(&mut self, ulpdu: &[&[u8]], batch: &mut WireBatch) -> Result<(), TxError> {
-        if self.held {
-            return Err(TxError::AwaitingFirstFpdu);
-        }
-        let ulpdu_len: usize = ulpdu.iter().map(|s| s.len()).sum();
+impl Framer for FpduTransmitter {
+    fn frame(
+        &mut self,
+        header: &[u8],
+        payload: &[&[u8]],
+        batch: &mut WireBatch,
+    ) -> Result<(), TxError> {
+        let ulpdu_len = header.len() + payload.iter().map(|s| s.len()).sum::<usize>();
         if ulpdu_len > MAX_ULPDU_LEN {
             return Err(TxError::UlpduTooLong { len: ulpdu_len });
         }
@@ -124,14 +81,14 @@ impl FpduTransmitter {
         };
         // A marker due exactly here falls between FPDUs: FPDUPTR 0, and it
         // belongs to (and is covered by the CRC of) this FPDU.
-        if w.markers && marker::is_marker_at(w.offset) {
+        if w.markers && INTERVAL.is_marker_at(w.offset) {
             w.marker(0);
         }
         w.header_offset = w.offset;
-        let header = (ulpdu_len as u16).to_be_bytes();
-        w.control(&header);
-        let first_slice = w.batch.add_slices(ulpdu.len());
-        for (i, slice) in ulpdu.iter().enumerate() {
+        w.control(&(ulpdu_len as u16).to_be_bytes());
+        w.control(header);
+        let first_slice = w.batch.add_slices(payload.len());
+        for (i, slice) in payload.iter().enumerate() {
             w.ulpdu_slice(first_slice + i, slice);
         }
         w.control(&PAD[..pad_len(ulpdu_len)]);
@@ -141,8 +98,31 @@ impl FpduTransmitter {
         let crc = if self.crc { w.crc.to_wire() } else { [0; 4] };
         w.trailer(crc);
         self.offset = w.offset;
+        self.fpdus += 1;
         w.batch.finish_pdu();
         Ok(())
+    }
+
+    fn wire_len(&self, header_len: usize, payload_len: usize) -> usize {
+        let fpdu = super::fpdu::fpdu_len(header_len + payload_len);
+        if self.markers {
+            INTERVAL.wire_len(self.offset, fpdu)
+        } else {
+            fpdu
+        }
+    }
+
+    /// draft-ietf-rddp-mpa-01 §5.3.2, with markers if this end sends them.
+    fn mulpdu(&self, emss: usize) -> usize {
+        super::mulpdu::mulpdu(emss, self.markers)
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn pdus_sent(&self) -> u64 {
+        self.fpdus
     }
 }
 
@@ -161,8 +141,7 @@ impl Writer<'_> {
         if !self.markers {
             return usize::MAX;
         }
-        let next = marker::next_marker_at(self.offset);
-        (next - self.offset) as usize
+        INTERVAL.room(self.offset)
     }
 
     fn marker(&mut self, ptr: u16) {
@@ -173,7 +152,7 @@ impl Writer<'_> {
     }
 
     fn marker_if_due(&mut self) {
-        if self.markers && marker::is_marker_at(self.offset) {
+        if self.markers && INTERVAL.is_marker_at(self.offset) {
             let ptr = marker::fpdu_ptr(self.offset, self.header_offset);
             self.marker(ptr);
         }
@@ -209,7 +188,7 @@ impl Writer<'_> {
     fn trailer(&mut self, crc: [u8; CRC_LEN]) {
         let mut bytes = &crc[..];
         while !bytes.is_empty() {
-            if self.markers && marker::is_marker_at(self.offset) {
+            if self.markers && INTERVAL.is_marker_at(self.offset) {
                 let m = marker::encode(marker::fpdu_ptr(self.offset, self.header_offset));
                 self.batch.push_control(&m);
                 self.offset += MARKER_LEN as u64;

@@ -14,24 +14,18 @@
 //! independent of the TCP sequence number, which lets the same arithmetic
 //! serve an in-order receiver and an out-of-order one that maps a segment's
 //! sequence number to an offset.
+//!
+//! Where markers fall is [`MarkerInterval`]'s arithmetic, shared with IFT;
+//! what they say is MPA's own, here.
 
-/// Octets between the starts of two consecutive markers.
-pub const MARKER_INTERVAL: u64 = 512;
+use crate::framing::{MarkerInterval, MARKER_LEN};
 
-/// Octets in a marker.
-pub const MARKER_LEN: usize = 4;
-
-/// Whether a marker starts at stream offset `offset`.
-#[inline]
-pub const fn is_marker_at(offset: u64) -> bool {
-    offset % MARKER_INTERVAL == 0
-}
-
-/// The stream offset of the first marker at or after `offset`.
-#[inline]
-pub const fn next_marker_at(offset: u64) -> u64 {
-    offset.next_multiple_of(MARKER_INTERVAL)
-}
+/// MPA's marker interval: a marker every 512 octets of the stream. The
+/// arithmetic of positions is [`MarkerInterval`]'s, shared with IFT.
+pub const INTERVAL: MarkerInterval = match MarkerInterval::new(512) {
+    Some(i) => i,
+    None => panic!("512 is above the minimum interval"),
+};
 
 /// The FPDUPTR a sender writes into a marker at `marker_offset` inside the
 /// FPDU whose ULPDU_Length field is at `header_offset`.
@@ -66,38 +60,14 @@ pub const fn fpdu_ptr_matches(received: u16, expected: u16) -> bool {
     received & !3 == expected & !3
 }
 
-/// How many markers start in the stream offsets `start..end`.
-#[inline]
-pub const fn markers_in(start: u64, end: u64) -> u64 {
-    if end <= start {
-        return 0;
-    }
-    (end - 1) / MARKER_INTERVAL + 1 - start.div_ceil(MARKER_INTERVAL)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn positions() {
-        assert!(is_marker_at(0));
-        assert!(is_marker_at(512));
-        assert!(!is_marker_at(4));
-        assert_eq!(next_marker_at(0), 0);
-        assert_eq!(next_marker_at(1), 512);
-        assert_eq!(next_marker_at(512), 512);
-        assert_eq!(next_marker_at(513), 1024);
-    }
-
-    #[test]
-    fn counting_agrees_with_enumeration() {
-        for start in 0..1100u64 {
-            for len in [0u64, 1, 3, 4, 511, 512, 513, 1024, 1500] {
-                let brute = (start..start + len).filter(|&o| is_marker_at(o)).count() as u64;
-                assert_eq!(markers_in(start, start + len), brute, "{start}+{len}");
-            }
-        }
+    fn every_512th_octet() {
+        assert!(INTERVAL.is_marker_at(0) && INTERVAL.is_marker_at(512));
+        assert!(!INTERVAL.is_marker_at(4) && !INTERVAL.is_marker_at(511));
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! startup frames (MPA Request and Reply) that settle the revision, CRC and
 //! marker use and carry private data.
 //!
-pub mod crc;
+//! The transmitter and receiver implement the framing traits of
+//! [`crate::framing`], which also holds what MPA shares with IFT: the
+//! CRC32c, marker positions, the MULPDU bounds and the LLP error codes.
+
 mod error;
-mod error_code;
 pub mod fpdu;
 mod fpdu_rx;
 mod fpdu_tx;
@@ -21,9 +23,10 @@ pub mod startup;
 #[cfg(test)]
 mod fpdu_tests;
 
-pub use error::{MpaError, TxError};
-pub use error_code::LlpErrorCode;
-pub use fpdu_rx::{FpduReceiver, FramingEvent, Next, Span, UlpduLayout};
+/// MPA's error codes (RFC 5044 §8, RFC 6581 §9), which IFT shares.
+pub use crate::framing::LlpErrorCode;
+pub use error::MpaError;
+pub use fpdu_rx::FpduReceiver;
 pub use fpdu_tx::FpduTransmitter;
 pub use params::FramingParams;
 pub use startup::{

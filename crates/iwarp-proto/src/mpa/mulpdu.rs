@@ -7,39 +7,28 @@
 //! - without markers: `EMSS - (6 + EMSS mod 4)`
 //!
 //! and two bounds: MULPDU is never below 128 octets, and no ULPDU may
-//! exceed 64768 octets (§3.2), which is also the most DDP may post.
+//! exceed 64768 octets (§3.2), which is also the most DDP may post. The
+//! bounds are shared with IFT ([`crate::framing::mulpdu`]).
 
-/// The smallest MULPDU MPA may offer (draft-ietf-rddp-mpa-01 §5.3.2).
-pub const MIN_MULPDU: usize = 128;
-
-/// The largest ULPDU a sender may post (draft-ietf-rddp-mpa-01 §3.2).
-pub const MAX_ULPDU: usize = 64768;
-
-/// EMSS assumed when the TCP stack cannot report one (§3.1.1).
-pub const DEFAULT_EMSS: usize = 1460;
+use super::marker::INTERVAL;
+use crate::framing::mulpdu::clamp;
 
 /// The MULPDU for an effective maximum segment size `emss`, with or without
 /// markers in the direction of transmission, clamped to
-/// [`MIN_MULPDU`]..=[`MAX_ULPDU`].
+/// the bounds of [`crate::framing::mulpdu`].
 pub const fn mulpdu(emss: usize, markers: bool) -> usize {
-    let overhead = if markers {
-        6 + 4 * emss.div_ceil(512) + emss % 4
+    let markers = if markers {
+        INTERVAL.worst_case_octets(emss)
     } else {
-        6 + emss % 4
+        0
     };
-    let raw = emss.saturating_sub(overhead);
-    if raw < MIN_MULPDU {
-        MIN_MULPDU
-    } else if raw > MAX_ULPDU {
-        MAX_ULPDU
-    } else {
-        raw
-    }
+    clamp(emss, 6 + markers + emss % 4)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framing::mulpdu::{MAX_ULPDU, MIN_MULPDU};
 
     #[test]
     fn ethernet_emss() {

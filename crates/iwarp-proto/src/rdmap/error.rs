@@ -2,7 +2,7 @@
 //! (RFC 5040 §4.8 and §7.2, the IANA "RDMAP Errors" registry).
 
 use crate::ddp::DdpError;
-use crate::mpa::LlpErrorCode;
+use crate::framing::LlpErrorCode;
 
 /// An RDMAP-layer error: error type and code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]

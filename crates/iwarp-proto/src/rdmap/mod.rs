@@ -14,6 +14,7 @@ mod read_request;
 mod rx;
 mod terminate;
 mod transmit;
+mod tx;
 mod work;
 
 pub use error::{OperationError, ProtectionError, ProtocolError, RdmapError};
@@ -21,9 +22,11 @@ pub use opcode::{
     control_opcode, control_version, Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, RDMAP_VERSION,
 };
 pub use queue_pair::QueuePair;
-pub use read_request::{ReadRequest, READ_REQUEST_LEN};
+pub use read_request::{ReadRequest, ReadRequestView, READ_REQUEST_LEN};
 pub use rx::PlacementTarget;
-pub use terminate::{TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
+pub use terminate::{
+    TerminateMessage, TerminateView, TerminatedDdp, TERMINATE_CONTROL_LEN, TERMINATE_MAX_LEN,
+};
 pub use transmit::{InlinePayload, LockedTransmit, Transmit, TxPayload};
 pub use work::{
     Completion, CompletionOpcode, CompletionStatus, Event, OneSidedCounters, PostError, QpState,

@@ -9,9 +9,9 @@ use core::fmt;
 use super::opcode::{control_opcode, control_version, Opcode};
 use super::read_request::ReadRequest;
 use super::terminate::TerminateMessage;
-use crate::ddp::header::Truncated;
-use crate::ddp::{Segment, SegmentHeader};
+use crate::ddp::{Segment, SegmentHeader, TaggedHeader, UntaggedHeader};
 use crate::memory::STag;
+use crate::wire::Truncated;
 
 impl fmt::Display for Opcode {
     /// The message's name, as RFC 5040 §4.3 names it.
@@ -93,17 +93,49 @@ impl fmt::Display for TerminateMessage {
         )?;
         if let Some(d) = &self.ddp {
             if let Ok(s) = Segment::new_checked(d.header()) {
-                write!(f, "; offending {} ({}", opcode_name(s.rsvd_ulp()), s.repr())?;
+                write!(
+                    f,
+                    "; offending {} ({}",
+                    opcode_name(s.rsvd_ulp()),
+                    fields(&s)
+                )?;
                 if let Some(len) = d.segment_length {
                     write!(f, ", ULPDU length {len}")?;
                 }
                 f.write_str(")")?;
             }
         }
-        if let Some(r) = self.rdmap.as_ref().and_then(|r| ReadRequest::parse(r)) {
+        if let Some(r) = self
+            .rdmap
+            .as_ref()
+            .and_then(|r| ReadRequest::parse_bytes(r).ok())
+        {
             write!(f, "; offending Read Request: {r}")?;
         }
         Ok(())
+    }
+}
+
+/// The header fields of a segment as DV 1 lays them out, whatever its DV:
+/// a summary shows them even when [`SegmentHeader::parse`] refuses the
+/// version.
+fn fields<T: AsRef<[u8]>>(s: &Segment<T>) -> SegmentHeader {
+    if s.tagged() {
+        SegmentHeader::Tagged(TaggedHeader {
+            last: s.last(),
+            rsvd_ulp: s.rsvd_ulp(),
+            stag: s.stag(),
+            to: s.tagged_offset(),
+        })
+    } else {
+        SegmentHeader::Untagged(UntaggedHeader {
+            last: s.last(),
+            rsvd_ulp: s.rsvd_ulp(),
+            rsvd_ulp_word: s.rsvd_ulp_word(),
+            qn: s.qn(),
+            msn: s.msn(),
+            mo: s.mo(),
+        })
     }
 }
 
@@ -131,7 +163,7 @@ impl Pdu {
     /// header, [`super::TERMINATE_MAX_LEN`] octets).
     pub fn parse(head: &[u8], ulpdu_len: usize) -> Result<Self, Truncated> {
         let segment = Segment::new_checked(head)?;
-        let header = segment.repr();
+        let header = fields(&segment);
         let payload = segment.payload();
         let opcode = Opcode::from_bits(control_opcode(segment.rsvd_ulp()));
         Ok(Self {
@@ -139,10 +171,10 @@ impl Pdu {
             dv: segment.version(),
             payload_len: ulpdu_len.saturating_sub(segment.header_len()),
             read_request: (opcode == Some(Opcode::ReadRequest))
-                .then(|| ReadRequest::parse(payload))
+                .then(|| ReadRequest::parse_bytes(payload).ok())
                 .flatten(),
             terminate: (opcode == Some(Opcode::Terminate))
-                .then(|| TerminateMessage::parse(payload))
+                .then(|| TerminateMessage::parse_bytes(payload).ok())
                 .flatten(),
         })
     }
@@ -247,7 +279,7 @@ impl fmt::Display for PduTree<'_> {
                         f,
                         "\n  DDP copy: {} {}",
                         opcode_name(s.rsvd_ulp()),
-                        s.repr()
+                        fields(&s)
                     )?;
                     if let Some(len) = d.segment_length {
                         write!(f, ", segment length {len}")?;
@@ -259,7 +291,11 @@ impl fmt::Display for PduTree<'_> {
                     f.write_str("]")?;
                 }
             }
-            if let Some(r) = t.rdmap.as_ref().and_then(|r| ReadRequest::parse(r)) {
+            if let Some(r) = t
+                .rdmap
+                .as_ref()
+                .and_then(|r| ReadRequest::parse_bytes(r).ok())
+            {
                 write!(f, "\n  RDMAP copy: Read Request {r}")?;
             }
         }

@@ -13,8 +13,8 @@
 
 use crate::ddp::header::header_len;
 use crate::ddp::{
-    DdpError, Segment, SegmentHeader, TaggedError, TaggedHeader, UntaggedError, UntaggedHeader,
-    DDP_VERSION, UNTAGGED_HEADER_LEN,
+    DdpError, HeaderError, Segment, SegmentHeader, TaggedError, TaggedHeader, UntaggedError,
+    UntaggedHeader, UNTAGGED_HEADER_LEN,
 };
 use crate::framing::UlpduSink;
 use crate::memory::{Access, AccessViolation, MemoryBuffer, RegionSlice, STag};
@@ -196,28 +196,28 @@ impl QueuePair {
 
     /// The header is complete: check it and decide where the payload goes.
     fn on_header(&mut self) {
-        let ctrl = self.rx.hdr[0];
-        let tagged = ctrl & 0x80 != 0;
         // RFC 5041 §4.1: DV must be 1. Checked first, because the rest of
         // the header's layout depends on it; no D copy for the same reason.
-        if ctrl & 0x03 != DDP_VERSION {
-            let e = if tagged {
-                DdpError::Tagged(TaggedError::InvalidVersion)
-            } else {
-                DdpError::Untagged(UntaggedError::InvalidVersion)
+        let header =
+            match SegmentHeader::parse(&Segment::new_unchecked(&self.rx.hdr[..self.rx.hdr_have])) {
+                Ok(header) => header,
+                Err(e) => {
+                    let error = match e {
+                        HeaderError::Version(e) => e,
+                        // The whole header was gathered: not reached.
+                        HeaderError::Truncated(_) => DdpError::LocalCatastrophic,
+                    };
+                    self.hold(Pending {
+                        error: error.into(),
+                        copy_ddp: false,
+                        culprit: Culprit::None,
+                    });
+                    return;
+                }
             };
-            self.hold(Pending {
-                error: e.into(),
-                copy_ddp: false,
-                culprit: Culprit::None,
-            });
-            return;
-        }
-        let seg =
-            Segment::new_checked(&self.rx.hdr[..self.rx.hdr_have]).expect("whole header gathered");
-        let header = seg.repr();
+        let tagged = matches!(header, SegmentHeader::Tagged(_));
         self.rx.header = Some(header);
-        let payload_len = self.rx.ulpdu_len - header.len();
+        let payload_len = self.rx.ulpdu_len - header.buffer_len();
         let control = header.rsvd_ulp();
         // RFC 5040 §4.2: RV must be 1; the opcode must be defined and use
         // the buffer model it is defined for.
@@ -535,7 +535,7 @@ impl QueuePair {
     fn on_segment_end(&mut self) -> Result<(), Pending> {
         let header = self.rx.header.expect("header parsed");
         let opcode = self.rx.opcode.expect("opcode parsed");
-        let len = (self.rx.ulpdu_len - header.len()) as u32;
+        let len = (self.rx.ulpdu_len - header.buffer_len()) as u32;
         match header {
             SegmentHeader::Tagged(h) => {
                 self.rx.tagged = (!h.last).then_some(TaggedInProgress {
@@ -570,11 +570,11 @@ impl QueuePair {
                 }
                 QN_READ_REQUEST => {
                     self.rx.msn[QN_READ_REQUEST as usize] = h.msn.wrapping_add(1);
-                    self.accept_read_request(&header)
+                    self.accept_read_request()
                 }
                 _ => {
                     self.rx.msn[QN_TERMINATE as usize] = h.msn.wrapping_add(1);
-                    let msg = TerminateMessage::parse(&self.rx.inline[..self.rx.inline_len])
+                    let msg = TerminateMessage::parse_bytes(&self.rx.inline[..self.rx.inline_len])
                         .unwrap_or(TerminateMessage {
                             layer: 0xf,
                             etype: 0xf,
@@ -640,9 +640,10 @@ impl QueuePair {
     /// RFC 5040 §5.2 and §7: the responder checks the data source (valid,
     /// associated, readable remotely, in bounds, no wrap) and queues the
     /// response. A zero-length Read's source is not checked.
-    fn accept_read_request(&mut self, header: &SegmentHeader) -> Result<(), Pending> {
-        let request = ReadRequest::parse(&self.rx.inline[..self.rx.inline_len])
-            .expect("length checked at header");
+    fn accept_read_request(&mut self) -> Result<(), Pending> {
+        // The length was checked at the header: never refused here.
+        let request = ReadRequest::parse_bytes(&self.rx.inline[..self.rx.inline_len])
+            .map_err(|_| held(operation(OperationError::Unspecified), Culprit::None))?;
         let source = if request.size == 0 {
             None
         } else {
@@ -658,8 +659,6 @@ impl QueuePair {
                 Err(v) => return Err(held(protection_error(v), Culprit::None)),
             }
         };
-        let mut hb = [0u8; UNTAGGED_HEADER_LEN];
-        header.emit(&mut hb);
         let seg_len = u16::try_from(self.rx.ulpdu_len).ok();
         self.irq.push_back(ReadJob {
             source,

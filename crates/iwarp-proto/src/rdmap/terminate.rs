@@ -9,10 +9,19 @@
 //! M says the DDP Segment Length is valid. It is the ULPDU length, exactly
 //! as MPA carried it in front of the DDP header, so the copy reads like the
 //! start of the offending FPDU (Intel irdma copies those octets verbatim).
+//!
+//! [`TerminateView`] is the checked view over a Terminate payload,
+//! [`TerminateMessage`] the value parsed from and emitted into it
+//! ([`crate::wire`]'s convention).
 
 use super::error::ProtocolError;
 use super::read_request::READ_REQUEST_LEN;
 use crate::ddp::{header::header_len, UNTAGGED_HEADER_LEN};
+use crate::wire::{be16, Truncated};
+
+/// Octets of the control word (layer, type, code, flags) that every
+/// Terminate carries.
+pub const TERMINATE_CONTROL_LEN: usize = 4;
 
 /// The largest Terminate payload: control word, length, untagged DDP
 /// header, Read Request header.
@@ -53,6 +62,100 @@ impl TerminatedDdp {
     }
 }
 
+/// A read-only view of a Terminate payload: the control word, checked
+/// present, and the header copies its flags announce, where they are
+/// complete.
+#[derive(Debug, Clone, Copy)]
+pub struct TerminateView<T: AsRef<[u8]>> {
+    octets: T,
+}
+
+impl<T: AsRef<[u8]>> TerminateView<T> {
+    /// Wraps `octets` without checking them: fields past the end read as
+    /// zero, copies past the end as absent.
+    pub const fn new_unchecked(octets: T) -> Self {
+        Self { octets }
+    }
+
+    /// Wraps `octets` after checking they hold the control word.
+    pub fn new_checked(octets: T) -> Result<Self, Truncated> {
+        Truncated::check(octets.as_ref(), TERMINATE_CONTROL_LEN)?;
+        Ok(Self { octets })
+    }
+
+    /// The underlying octets.
+    pub fn into_inner(self) -> T {
+        self.octets
+    }
+
+    fn b(&self) -> &[u8] {
+        self.octets.as_ref()
+    }
+
+    fn octet(&self, at: usize) -> u8 {
+        self.b().get(at).copied().unwrap_or(0)
+    }
+
+    /// Layer (4 bits).
+    pub fn layer(&self) -> u8 {
+        self.octet(0) >> 4
+    }
+
+    /// Error type (4 bits).
+    pub fn etype(&self) -> u8 {
+        self.octet(0) & 0x0f
+    }
+
+    /// Error code.
+    pub fn code(&self) -> u8 {
+        self.octet(1)
+    }
+
+    /// M: the DDP Segment Length is valid.
+    pub fn m_flag(&self) -> bool {
+        self.octet(2) & M_FLAG != 0
+    }
+
+    /// D: a DDP header copy follows.
+    pub fn d_flag(&self) -> bool {
+        self.octet(2) & D_FLAG != 0
+    }
+
+    /// R: a Read Request copy follows.
+    pub fn r_flag(&self) -> bool {
+        self.octet(2) & R_FLAG != 0
+    }
+
+    /// The DDP Segment Length field (read whether or not M is set).
+    pub fn segment_length(&self) -> u16 {
+        be16(self.b(), TERMINATE_CONTROL_LEN)
+    }
+
+    /// The DDP header copy, if D is set and the whole header (14 or 18
+    /// octets, as its T flag says) is there.
+    pub fn ddp_header(&self) -> Option<&[u8]> {
+        if !self.d_flag() {
+            return None;
+        }
+        let h = self.b().get(TERMINATE_CONTROL_LEN + 2..)?;
+        h.get(..header_len(*h.first()?))
+    }
+
+    /// The Read Request copy, if R is set and its 28 octets follow the DDP
+    /// copy (or the control word, without D).
+    pub fn read_request(&self) -> Option<&[u8]> {
+        if !self.r_flag() {
+            return None;
+        }
+        let at = if self.d_flag() {
+            TERMINATE_CONTROL_LEN + 2 + self.ddp_header()?.len()
+        } else {
+            TERMINATE_CONTROL_LEN
+        };
+        self.b().get(at..at + READ_REQUEST_LEN)
+    }
+}
+
 /// A Terminate message's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TerminateMessage {
@@ -85,58 +188,69 @@ impl TerminateMessage {
         ProtocolError::from_parts(self.layer, self.etype, self.code)
     }
 
-    /// Writes the payload into `out`, returns its length.
-    pub fn emit(&self, out: &mut [u8; TERMINATE_MAX_LEN]) -> usize {
+    /// Parses a view. Only the control word is required: header copies
+    /// that are announced but missing or cut short are left out rather
+    /// than failing, since the error itself is what the receiver must
+    /// report.
+    pub fn parse<T: AsRef<[u8]>>(view: &TerminateView<T>) -> Result<Self, Truncated> {
+        Truncated::check(view.b(), TERMINATE_CONTROL_LEN)?;
+        let segment_length = view.m_flag().then(|| view.segment_length());
+        Ok(Self {
+            layer: view.layer(),
+            etype: view.etype(),
+            code: view.code(),
+            ddp: view
+                .ddp_header()
+                .and_then(|h| TerminatedDdp::new(segment_length, h)),
+            rdmap: view.read_request().and_then(|r| r.try_into().ok()),
+        })
+    }
+
+    /// Parses the Terminate payload `octets`.
+    pub fn parse_bytes(octets: &[u8]) -> Result<Self, Truncated> {
+        Self::parse(&TerminateView::new_checked(octets)?)
+    }
+
+    /// Octets [`TerminateMessage::emit`] writes.
+    pub fn buffer_len(&self) -> usize {
+        TERMINATE_CONTROL_LEN
+            + self.ddp.as_ref().map_or(0, |d| 2 + d.header().len())
+            + self.rdmap.map_or(0, |r| r.len())
+    }
+
+    /// Writes the payload at the start of `buf`; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Truncated> {
+        let len = self.buffer_len();
+        let out = Truncated::room(buf, len)?;
         out[0] = (self.layer & 0x0f) << 4 | (self.etype & 0x0f);
         out[1] = self.code;
         let mut flags = 0;
-        let mut n = 4;
+        let mut n = TERMINATE_CONTROL_LEN;
         if let Some(d) = &self.ddp {
             flags |= D_FLAG;
             if d.segment_length.is_some() {
                 flags |= M_FLAG;
             }
-            out[4..6].copy_from_slice(&d.segment_length.unwrap_or(0).to_be_bytes());
+            out[n..n + 2].copy_from_slice(&d.segment_length.unwrap_or(0).to_be_bytes());
             let h = d.header();
-            out[6..6 + h.len()].copy_from_slice(h);
-            n = 6 + h.len();
+            out[n + 2..n + 2 + h.len()].copy_from_slice(h);
+            n += 2 + h.len();
         }
         if let Some(r) = &self.rdmap {
             flags |= R_FLAG;
             out[n..n + READ_REQUEST_LEN].copy_from_slice(r);
-            n += READ_REQUEST_LEN;
         }
         out[2] = flags;
         out[3] = 0;
-        n
+        Ok(len)
     }
 
-    /// Parses a Terminate payload. Only the first four octets are
-    /// required: header copies that are announced but missing or cut
-    /// short are left out rather than failing, since the error itself is
-    /// what the receiver must report.
-    pub fn parse(b: &[u8]) -> Option<Self> {
-        let c = b.get(..4)?;
-        let flags = c[2];
-        let mut msg = Self {
-            layer: c[0] >> 4,
-            etype: c[0] & 0x0f,
-            code: c[1],
-            ddp: None,
-            rdmap: None,
-        };
-        let mut rest = &b[4..];
-        if flags & D_FLAG != 0 {
-            let len = rest.get(..2).map(|l| u16::from_be_bytes([l[0], l[1]]));
-            let seg_len = len.filter(|_| flags & M_FLAG != 0);
-            msg.ddp = rest.get(2..).and_then(|h| TerminatedDdp::new(seg_len, h));
-            let used = msg.ddp.map_or(rest.len(), |d| 2 + d.header().len());
-            rest = &rest[used.min(rest.len())..];
-        }
-        if flags & R_FLAG != 0 {
-            msg.rdmap = rest.get(..READ_REQUEST_LEN).and_then(|r| r.try_into().ok());
-        }
-        Some(msg)
+    /// The payload, in a buffer that always fits it, with its length.
+    pub fn to_bytes(&self) -> ([u8; TERMINATE_MAX_LEN], usize) {
+        let mut out = [0u8; TERMINATE_MAX_LEN];
+        // At most TERMINATE_MAX_LEN: cannot fail.
+        let len = self.emit(&mut out).unwrap_or(0);
+        (out, len)
     }
 }
 
@@ -152,31 +266,44 @@ mod tests {
         )));
         let hdr = [0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0];
         t.ddp = TerminatedDdp::new(Some(34), &hdr);
-        let mut out = [0u8; TERMINATE_MAX_LEN];
-        let n = t.emit(&mut out);
+        let (out, n) = t.to_bytes();
         assert_eq!(n, 24);
+        assert_eq!(t.buffer_len(), 24);
         assert_eq!(&out[..6], &[0x12, 0x02, 0xc0, 0x00, 0x00, 0x22]);
         assert_eq!(&out[6..24], &hdr);
-        assert_eq!(TerminateMessage::parse(&out[..n]), Some(t));
+        assert_eq!(TerminateMessage::parse_bytes(&out[..n]), Ok(t));
+        assert!(t.emit(&mut [0u8; 23]).is_err());
     }
 
     #[test]
     fn read_request_copy_and_truncation() {
-        let mut t = TerminateMessage::new(ProtocolError::Llp(crate::mpa::LlpErrorCode::CrcError));
+        let mut t =
+            TerminateMessage::new(ProtocolError::Llp(crate::framing::LlpErrorCode::CrcError));
         assert_eq!(t.error().unwrap().layer(), 2);
         let hdr = [0x41u8, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
         t.ddp = TerminatedDdp::new(Some(46), &hdr);
         t.rdmap = Some([7; 28]);
-        let mut out = [0u8; TERMINATE_MAX_LEN];
-        let n = t.emit(&mut out);
+        let (out, n) = t.to_bytes();
         assert_eq!(n, TERMINATE_MAX_LEN);
         assert_eq!(out[2], 0xe0);
-        assert_eq!(TerminateMessage::parse(&out), Some(t));
+        assert_eq!(TerminateMessage::parse_bytes(&out), Ok(t));
         // Cut short: the copies are dropped, the error stays.
         for cut in 4..n {
-            let p = TerminateMessage::parse(&out[..cut]).unwrap();
+            let p = TerminateMessage::parse_bytes(&out[..cut]).unwrap();
             assert_eq!((p.layer, p.etype, p.code), (2, 0, 2));
+            assert_eq!(p.ddp.is_some(), cut >= 24);
+            assert_eq!(p.rdmap.is_some(), cut == n);
         }
-        assert_eq!(TerminateMessage::parse(&out[..3]), None);
+        assert!(TerminateMessage::parse_bytes(&out[..3]).is_err());
+        // A Read Request copy without a DDP copy sits right after the
+        // control word.
+        let mut r =
+            TerminateMessage::new(ProtocolError::Llp(crate::framing::LlpErrorCode::CrcError));
+        r.rdmap = Some([9; 28]);
+        let (out, n) = r.to_bytes();
+        assert_eq!(n, 32);
+        let view = TerminateView::new_checked(&out[..n]).unwrap();
+        assert!(view.r_flag() && !view.d_flag() && view.ddp_header().is_none());
+        assert_eq!(view.read_request(), Some(&[9u8; 28][..]));
     }
 }

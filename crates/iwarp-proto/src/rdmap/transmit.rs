@@ -1,6 +1,6 @@
 //! A DDP segment ready for the framing layer, without copying payload.
 
-use crate::ddp::UNTAGGED_HEADER_LEN;
+use crate::ddp::{SegmentHeader, UNTAGGED_HEADER_LEN};
 use crate::memory::{AccessViolation, RegionReadGuard, RegionSlice};
 
 use super::terminate::TERMINATE_MAX_LEN;
@@ -53,12 +53,11 @@ impl InlinePayload {
 }
 
 impl Transmit {
-    pub(crate) fn new(header: &[u8], payload: TxPayload) -> Self {
-        let mut h = [0u8; UNTAGGED_HEADER_LEN];
-        h[..header.len()].copy_from_slice(header);
+    pub(crate) fn new(header: &SegmentHeader, payload: TxPayload) -> Self {
+        let (header, len) = header.to_bytes();
         Self {
-            header: h,
-            header_len: header.len() as u8,
+            header,
+            header_len: len as u8,
             payload,
         }
     }

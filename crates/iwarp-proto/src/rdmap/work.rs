@@ -1,8 +1,8 @@
 //! What the user hands a queue pair and what it hands back: work
 //! requests, completions, events, states, configuration.
 
+use crate::framing::mulpdu::DEFAULT_MULPDU;
 use crate::memory::{AccessViolation, ProtectionDomain, STag, StreamId};
-use crate::mpa::mulpdu::{mulpdu, DEFAULT_EMSS};
 
 use super::error::ProtocolError;
 use super::terminate::TerminateMessage;
@@ -59,7 +59,7 @@ impl QueuePairConfig {
             recv_queue_depth: 128,
             ord: 16,
             ird: 16,
-            mulpdu: mulpdu(DEFAULT_EMSS, false),
+            mulpdu: DEFAULT_MULPDU,
         }
     }
 }

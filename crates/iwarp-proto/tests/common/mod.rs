@@ -96,7 +96,7 @@ pub fn register(
         base_to,
         access,
         stream: None,
-        key: 0x42,
+        key: Some(0x42),
     };
     let stag = table.register(spec).unwrap();
     Region {
@@ -118,7 +118,8 @@ pub struct Node {
 
 impl Node {
     pub fn new(stream: u64, tweak: impl FnOnce(&mut QueuePairConfig)) -> Self {
-        let table = Arc::new(MemoryTable::new());
+        // Seeded: every run sees the same STags.
+        let table = Arc::new(MemoryTable::with_seed(stream));
         let pd = table.alloc_pd();
         let mut cfg = QueuePairConfig::new(pd, StreamId(stream));
         tweak(&mut cfg);

@@ -10,7 +10,6 @@
 //! and a Read Response goes out as soon as the reader has taken the
 //! request. The writer task only steps in when the socket is full.
 
-mod framer;
 mod rx;
 mod tx;
 
@@ -22,7 +21,7 @@ use socket2::SockRef;
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 
-use iwarp_proto::mpa::LlpErrorCode;
+use iwarp_proto::framing::{AnyDeframer, AnyFramer, Deframer, FramingError, LlpErrorCode};
 use iwarp_proto::rdmap::{
     self, Completion, CompletionOpcode, CompletionStatus, Event, ProtocolError, QpState, Sge,
     TerminateMessage,
@@ -31,8 +30,6 @@ use iwarp_proto::rdmap::{
 use crate::cq::CompletionQueue;
 use crate::info::ConnectionInfo;
 
-pub use framer::FramingError;
-pub(crate) use framer::{Deframer, Framer};
 pub(crate) use rx::RxEnd;
 use rx::RxPath;
 use tx::{Flush, TxPath};
@@ -119,10 +116,12 @@ pub(crate) struct Startup<'a> {
     pub(crate) info: ConnectionInfo,
     /// Octets read past the startup frames: the first FPDUs.
     pub(crate) leftover: &'a [u8],
-    /// The framing layer, set up as the startup settled it (MPA's
-    /// transmitter already holding its first FPDU if rule 4 applies).
-    pub(crate) framer: Framer,
-    pub(crate) deframer: Deframer,
+    /// The framing layer, set up as the startup settled it.
+    pub(crate) framer: AnyFramer,
+    pub(crate) deframer: AnyDeframer,
+    /// This end may send nothing before it has received a PDU
+    /// (RFC 5044 §7.1.2 rule 4).
+    pub(crate) hold_until_received: bool,
     /// The zero-length RTR message to send first (RFC 6581).
     pub(crate) rtr: Option<iwarp_proto::mpa::startup::RtrType>,
     pub(crate) send_cq: CompletionQueue,
@@ -168,7 +167,7 @@ impl Shared {
         let shared = Arc::new(Self {
             inner: Mutex::new(Inner {
                 qp,
-                tx: TxPath::new(s.framer, s.info.emss),
+                tx: TxPath::new(s.framer, s.hold_until_received, s.info.emss),
                 rx: RxPath::new(s.deframer, s.leftover),
                 waiters: HashMap::new(),
                 next_internal,
@@ -509,7 +508,7 @@ fn read_turn(inner: &mut Inner, stream: &TcpStream) -> Result<bool, RxEnd> {
 /// Terminate it queued must go out, and the framing did validate the PDU.
 fn feed(inner: &mut Inner) -> Result<(), RxEnd> {
     let fed = inner.rx.feed_staged(&mut inner.qp);
-    if inner.tx.framer().is_held() && inner.rx.deframer.pdus_received() > 0 {
+    if inner.tx.is_held() && inner.rx.deframer.pdus_received() > 0 {
         inner.tx.release();
     }
     fed

@@ -19,10 +19,10 @@ use std::io::{self, IoSliceMut};
 use arrayvec::ArrayVec;
 use tokio::net::TcpStream;
 
-use iwarp_proto::mpa::{LlpErrorCode, Span};
+use iwarp_proto::framing::{
+    AnyDeframer, Deframer, FeedError, FramingError, LlpError, LlpErrorCode, Span,
+};
 use iwarp_proto::rdmap::QueuePair;
-
-use super::framer::{Deframer, FeedEnd, FramingError};
 
 /// Octets of staging buffer per connection.
 pub(crate) const STAGING_LEN: usize = 64 * 1024;
@@ -67,7 +67,7 @@ impl RxEnd {
 /// The receive half of a connection's framing state and buffers.
 #[derive(Debug)]
 pub(crate) struct RxPath {
-    pub(crate) deframer: Deframer,
+    pub(crate) deframer: AnyDeframer,
     staging: Box<[u8]>,
     /// Staged octets not yet fed: `staging[start..end]`.
     start: usize,
@@ -81,7 +81,7 @@ pub(crate) struct RxPath {
 impl RxPath {
     /// A receive path whose first octets (already read while the startup
     /// frames were) are `initial`.
-    pub(crate) fn new(deframer: Deframer, initial: &[u8]) -> Self {
+    pub(crate) fn new(deframer: AnyDeframer, initial: &[u8]) -> Self {
         let mut staging = vec![0u8; STAGING_LEN.max(initial.len())].into_boxed_slice();
         staging[..initial.len()].copy_from_slice(initial);
         Self {
@@ -103,31 +103,28 @@ impl RxPath {
         let result = self.deframer.receive(input, qp);
         self.start = 0;
         self.end = 0;
-        result.map_err(|e| match e {
-            FeedEnd::Framing(f) => RxEnd::Framing(f),
-            FeedEnd::Engine => RxEnd::Engine,
-        })
+        match result {
+            Ok(_) => Ok(()),
+            Err(FeedError::Framing(f)) => Err(RxEnd::Framing(f)),
+            Err(FeedError::Sink(_)) => Err(RxEnd::Engine),
+        }
     }
 
     /// Whether large FPDUs are arriving: the current or the previous one
     /// carries at least [`DIRECT_MIN`] octets. Two FPDUs of memory cover
     /// the short tail segment a large message ends with.
     fn large_recently(&self) -> bool {
-        self.deframer.recent_payload_len() >= DIRECT_MIN
+        self.deframer
+            .payload_len()
+            .max(self.deframer.previous_payload_len())
+            >= DIRECT_MIN
     }
 
     /// One non-blocking read from the socket, direct or staged. Returns
     /// `Ok(false)` when the socket had nothing (would block).
     pub(crate) fn read(&mut self, qp: &mut QueuePair, stream: &TcpStream) -> Result<bool, RxEnd> {
         debug_assert_eq!(self.start, self.end);
-        let remaining = self
-            .deframer
-            .layout(usize::MAX)
-            .map(|s| match s {
-                Span::Ulpdu(n) => n,
-                Span::Marker => 0,
-            })
-            .sum::<usize>();
+        let remaining = self.deframer.layout(usize::MAX).payload_len();
         if remaining >= DIRECT_MIN && qp.placement_target().is_some() {
             return self.read_direct(qp, stream, remaining);
         }
@@ -189,7 +186,7 @@ impl RxPath {
                     break;
                 }
                 match span {
-                    Span::Ulpdu(n) => {
+                    Span::Payload(n) => {
                         let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
                         iov.push(IoSliceMut::new(head));
                         rest = tail;
@@ -220,7 +217,7 @@ impl RxPath {
                     break;
                 }
                 let r = match span {
-                    Span::Ulpdu(len) => {
+                    Span::Payload(len) => {
                         let k = len.min(left);
                         let r = deframer.push_payload(&dst[at..at + k]);
                         at += k;
@@ -230,7 +227,9 @@ impl RxPath {
                     Span::Marker => {
                         let k = 4.min(left);
                         left -= k;
-                        let r = deframer.push_marker(&markers[marker_index][..k]);
+                        let r = deframer
+                            .push_framing(&markers[marker_index][..k])
+                            .map(|_| ());
                         marker_index += 1;
                         r
                     }

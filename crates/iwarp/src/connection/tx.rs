@@ -3,7 +3,7 @@
 //!
 //! Segments are taken from the engine in batches (up to
 //! [`MAX_BATCH_OCTETS`] or [`MAX_BATCH_ULPDUS`]), framed by the MPA
-//! transmitter into a reusable [`WireBatch`] whose pieces borrow the
+//! framing layer into a reusable [`WireBatch`] whose pieces borrow the
 //! payload straight from the registered regions, and written with
 //! `try_write_vectored`. A batch the socket cannot take whole stays
 //! pending; the rest is written when the socket is writable again, and
@@ -16,10 +16,8 @@ use std::io::{self, IoSlice};
 use arrayvec::ArrayVec;
 use tokio::net::TcpStream;
 
-use iwarp_proto::framing::WireBatch;
+use iwarp_proto::framing::{AnyFramer, Framer, WireBatch};
 use iwarp_proto::rdmap::{LockedTransmit, QueuePair, Transmit};
-
-use super::framer::Framer;
 
 /// Octets gathered into one batch at most (before framing).
 pub(crate) const MAX_BATCH_OCTETS: usize = 256 * 1024;
@@ -46,7 +44,10 @@ pub(crate) enum Flush {
 /// The transmit half of a connection's framing state.
 #[derive(Debug)]
 pub(crate) struct TxPath {
-    framer: Framer,
+    framer: AnyFramer,
+    /// A responder sends nothing until it has received a PDU
+    /// (RFC 5044 §7.1.2 rule 4).
+    held: bool,
     batch: WireBatch,
     pending: Vec<Transmit>,
     /// Octets of `batch` already written.
@@ -60,9 +61,10 @@ pub(crate) struct TxPath {
 }
 
 impl TxPath {
-    pub(crate) fn new(framer: Framer, emss: usize) -> Self {
+    pub(crate) fn new(framer: AnyFramer, held: bool, emss: usize) -> Self {
         Self {
             framer,
+            held,
             batch: WireBatch::new(),
             pending: Vec::with_capacity(MAX_BATCH_ULPDUS),
             written: 0,
@@ -99,11 +101,12 @@ impl TxPath {
     /// RFC 5044 §7.1.2 rule 4: lifts the responder's hold once an FPDU
     /// has been received.
     pub(crate) fn release(&mut self) {
-        self.framer.release();
+        self.held = false;
     }
 
-    pub(crate) fn framer(&self) -> &Framer {
-        &self.framer
+    /// Whether the responder still holds its first PDU back.
+    pub(crate) fn is_held(&self) -> bool {
+        self.held
     }
 
     /// Writes what the engine has to send until it has nothing more or the
@@ -124,7 +127,7 @@ impl TxPath {
     /// Takes a batch of segments from the engine and frames it. Returns
     /// false when there is nothing to send.
     fn gather(&mut self, qp: &mut QueuePair, stream: &TcpStream) -> bool {
-        if self.framer.is_held() {
+        if self.held {
             return false;
         }
         self.follow_emss(qp, stream);
@@ -142,9 +145,14 @@ impl TxPath {
         let mut framed = 0;
         for t in &self.pending {
             let Ok(locked) = t.lock() else { break };
+            let [header, payload] = locked.slices();
             // A segment never exceeds the MULPDU, itself at most 64768
             // octets, so framing cannot refuse it.
-            if !self.framer.frame(locked.slices(), &mut self.batch) {
+            if self
+                .framer
+                .frame(header, &[payload], &mut self.batch)
+                .is_err()
+            {
                 break;
             }
             framed += 1;
@@ -182,9 +190,10 @@ impl TxPath {
                     }
                 }
             }
-            let mut slices: ArrayVec<&[u8], { 2 * MAX_BATCH_ULPDUS }> = ArrayVec::new();
+            // The batch holds the headers; it refers to the payloads.
+            let mut slices: ArrayVec<&[u8], MAX_BATCH_ULPDUS> = ArrayVec::new();
             for g in &guards {
-                self.framer.batch_slices(g.slices(), &mut slices);
+                slices.push(g.slices()[1]);
             }
             let mut iov: ArrayVec<IoSlice<'_>, MAX_IOV> = ArrayVec::new();
             let mut skip = self.written;

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use iwarp::proto::framing::{CollectUlpdus, WireBatch};
+use iwarp::proto::framing::{CollectUlpdus, Deframer, Framer, WireBatch};
 use iwarp::proto::mpa::startup::{EnhancedData, FrameKind, StartupFrameRepr, HEADER_LEN};
 use iwarp::proto::mpa::{FpduReceiver, FpduTransmitter};
 use iwarp::{
@@ -395,7 +395,7 @@ impl RawPeer {
     /// The FPDU that carries `ulpdu` next on this stream.
     pub fn frame(&mut self, ulpdu: &[u8]) -> Vec<u8> {
         let mut batch = WireBatch::new();
-        self.tx.frame(&[ulpdu], &mut batch).expect("frame");
+        self.tx.frame(&[], &[ulpdu], &mut batch).expect("frame");
         let mut out = Vec::new();
         batch.write_to(&[ulpdu], &mut out);
         out
@@ -455,11 +455,64 @@ impl RawPeer {
 pub fn first_fpdu(framing: FramingParams, ulpdu: &[u8]) -> Vec<u8> {
     let mut batch = WireBatch::new();
     FpduTransmitter::new(framing)
-        .frame(&[ulpdu], &mut batch)
+        .frame(&[], &[ulpdu], &mut batch)
         .expect("frame");
     let mut out = Vec::new();
     batch.write_to(&[ulpdu], &mut out);
     out
+}
+
+/// An RDMA Write segment (tagged, last) to `stag` at `to`.
+pub fn write(stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
+    let mut u = hex("c140");
+    u.extend(stag.to_be_bytes());
+    u.extend(to.to_be_bytes());
+    u.extend(payload);
+    u
+}
+
+/// The Terminate segment (untagged, last, QN 2, MSN 1) our end sends
+/// first, carrying `payload`.
+pub fn terminate(payload: &[u8]) -> Vec<u8> {
+    let mut u = hex("4147 00000000 00000002 00000001 00000000");
+    u.extend(payload);
+    u
+}
+
+/// A raw MPA initiator connects to our listener (configured with `cfg`)
+/// with a revision 1 Request asking for CRC as `crc` says; we accept with
+/// `opts` and no private data. Checks the Reply octets.
+pub async fn raw_initiator(cfg: Config, crc: bool, opts: QpOptions) -> (RawPeer, QueuePair) {
+    let mut listener = Listener::bind("127.0.0.1:0", cfg.clone()).await.unwrap();
+    let addr = listener.local_addr();
+    let request = startup_frame(FrameKind::Request, Revision::Rev1, crc, b"");
+    let accept = async move {
+        let req = listener.accept().await.unwrap();
+        req.accept(opts, b"").await.unwrap()
+    };
+    let ((raw, reply), qp) = within("raw startup", async {
+        tokio::join!(RawPeer::initiate(addr, &request), accept)
+    })
+    .await;
+    // Revision 1, C as either asked, M as our end asks, no private data.
+    let flags = if crc || cfg.startup.crc.sends_crc() {
+        0x40
+    } else {
+        0
+    } | if cfg.startup.request_markers { 0x80 } else { 0 };
+    let mut want = b"MPA ID Rep Frame".to_vec();
+    want.extend([flags, 1, 0, 0]);
+    assert_eq!(reply, want);
+    (raw, qp)
+}
+
+/// Reads what our end sends until it closes, and checks it is exactly
+/// one FPDU carrying `ulpdu`, framed as `raw` receives.
+pub async fn expect_terminate(raw: &mut RawPeer, ulpdu: &[u8]) -> Vec<u8> {
+    let (got, _) = raw.read_to_end().await;
+    let want = first_fpdu(raw.framing.mirrored(), ulpdu);
+    assert_eq!(got, want, "\n got {got:02x?}\nwant {want:02x?}");
+    got
 }
 
 /// Reads `stream` until it ends; returns what arrived.

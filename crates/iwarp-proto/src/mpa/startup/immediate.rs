@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use super::error::StartupError;
 use super::outcome::{Established, Event};
-use super::{Role, StartupMachine, State};
+use super::{MpaStartup, Role, StartupMachine, State};
 use crate::mpa::FramingParams;
 
 /// A "startup" with no frames: established at once, markers and CRC on in
@@ -42,7 +42,20 @@ impl ImmediateStart {
     }
 }
 
+impl MpaStartup for ImmediateStart {
+    fn state(&self) -> State {
+        State::Established
+    }
+
+    fn established(&self) -> Option<&Established> {
+        Some(&self.established)
+    }
+}
+
 impl StartupMachine for ImmediateStart {
+    type Event = Event;
+    type Error = StartupError;
+
     /// Takes nothing: every octet from the agreed position on is FPDU data.
     fn handle_input(&mut self, _input: &[u8], _now: Instant) -> Result<usize, StartupError> {
         Ok(0)
@@ -70,14 +83,6 @@ impl StartupMachine for ImmediateStart {
         } else {
             None
         }
-    }
-
-    fn state(&self) -> State {
-        State::Established
-    }
-
-    fn established(&self) -> Option<&Established> {
-        Some(&self.established)
     }
 
     fn error(&self) -> Option<&StartupError> {

@@ -16,7 +16,7 @@ use super::frame::{FrameKind, Revision, StartupFrameRepr};
 use super::negotiate;
 use super::outcome::{Established, Event, PeerRejection};
 use super::reader::{FrameReader, ReceivedFrame};
-use super::{deadline_after, Common, Role, StartupConfig, StartupMachine, State};
+use super::{deadline_after, Common, MpaStartup, Role, StartupConfig, StartupMachine, State};
 
 /// What this initiator put in its Request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,7 +194,20 @@ impl Initiator {
     }
 }
 
+impl MpaStartup for Initiator {
+    fn state(&self) -> State {
+        self.common.state
+    }
+
+    fn established(&self) -> Option<&Established> {
+        self.common.established.as_ref()
+    }
+}
+
 impl StartupMachine for Initiator {
+    type Event = Event;
+    type Error = StartupError;
+
     fn handle_input(&mut self, input: &[u8], _now: Instant) -> Result<usize, StartupError> {
         self.common.check_failed()?;
         if self.common.state != State::AwaitingReply {
@@ -243,14 +256,6 @@ impl StartupMachine for Initiator {
 
     fn poll_event(&mut self) -> Option<Event> {
         self.common.events.pop_front()
-    }
-
-    fn state(&self) -> State {
-        self.common.state
-    }
-
-    fn established(&self) -> Option<&Established> {
-        self.common.established.as_ref()
     }
 
     fn error(&self) -> Option<&StartupError> {

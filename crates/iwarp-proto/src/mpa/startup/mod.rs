@@ -10,7 +10,8 @@
 //! frames at all: [`ImmediateStart`].
 //!
 //! The machines are sans-IO, like `quinn-proto`: they own no socket and
-//! read no clock. A caller drives one through [`StartupMachine`]:
+//! read no clock. A caller drives one through [`StartupMachine`], the
+//! interface IFT's negotiation shares (`crate::framing`):
 //!
 //! - received octets go to [`handle_input`](StartupMachine::handle_input),
 //!   which returns how many it took. It never takes an octet beyond the
@@ -40,7 +41,7 @@
 //! ```
 //! use std::time::Instant;
 //! use iwarp_proto::mpa::startup::{
-//!     Event, Initiator, Responder, RtrType, StartupConfig, StartupMachine,
+//!     Event, Initiator, MpaStartup, Responder, RtrType, StartupConfig, StartupMachine,
 //! };
 //!
 //! let now = Instant::now();
@@ -101,6 +102,8 @@ pub use observe::{observe, Observed};
 pub use outcome::{Established, Event, PeerRejection, PeerRequest};
 pub use responder::Responder;
 
+pub use crate::framing::StartupMachine;
+
 /// Which end of the MPA startup this is. It is not the TCP role: the
 /// initiator is the end that sends the Request (RFC 5044 §7.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -138,80 +141,23 @@ impl State {
     }
 }
 
-/// The interface shared by the startup machines.
-pub trait StartupMachine {
-    /// Feeds octets received from the peer. Returns how many were taken:
-    /// never more than the rest of the peer's startup frame. Once the
-    /// machine has finished (or while a responder waits for its
-    /// application) it takes nothing: the rest belongs to the FPDU
-    /// receiver. `now` stamps the arrival (it starts the decision timer).
-    fn handle_input(&mut self, input: &[u8], now: Instant) -> Result<usize, StartupError>;
-
-    /// The peer closed its half of the connection (FIN). A frame cut short
-    /// is improperly formatted; nothing at all is a lost connection.
-    fn handle_eof(&mut self) -> Result<(), StartupError>;
-
-    /// Time has passed; fails the startup if the current deadline is over.
-    fn handle_timeout(&mut self, now: Instant) -> Result<(), StartupError>;
-
-    /// The instant at which [`handle_timeout`](Self::handle_timeout) should
-    /// next be called, if the machine is waiting with a deadline.
-    fn poll_timeout(&self) -> Option<Instant>;
-
-    /// The next octets to send, in order.
-    fn poll_transmit(&mut self) -> Option<Vec<u8>>;
-
-    /// The next event.
-    fn poll_event(&mut self) -> Option<Event>;
-
+/// An MPA startup machine: the [`StartupMachine`] interface with MPA's
+/// events and errors, and where the machine stands.
+pub trait MpaStartup: StartupMachine<Event = Event, Error = StartupError> {
     /// The current state.
     fn state(&self) -> State;
 
     /// The outcome, once established.
     fn established(&self) -> Option<&Established>;
-
-    /// The failure, once failed; for a responder that refused a request
-    /// by policy ([`Event::Refused`]), the reason.
-    fn error(&self) -> Option<&StartupError>;
 }
 
-/// A boxed machine is a machine, so that a caller can hold any of them
-/// (`Box<dyn StartupMachine>`).
-impl<M: StartupMachine + ?Sized> StartupMachine for Box<M> {
-    fn handle_input(&mut self, input: &[u8], now: Instant) -> Result<usize, StartupError> {
-        (**self).handle_input(input, now)
-    }
-
-    fn handle_eof(&mut self) -> Result<(), StartupError> {
-        (**self).handle_eof()
-    }
-
-    fn handle_timeout(&mut self, now: Instant) -> Result<(), StartupError> {
-        (**self).handle_timeout(now)
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        (**self).poll_timeout()
-    }
-
-    fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        (**self).poll_transmit()
-    }
-
-    fn poll_event(&mut self) -> Option<Event> {
-        (**self).poll_event()
-    }
-
+impl<M: MpaStartup + ?Sized> MpaStartup for Box<M> {
     fn state(&self) -> State {
         (**self).state()
     }
 
     fn established(&self) -> Option<&Established> {
         (**self).established()
-    }
-
-    fn error(&self) -> Option<&StartupError> {
-        (**self).error()
     }
 }
 

@@ -20,7 +20,7 @@ use super::frame::{FrameKind, Revision, StartupFrameRepr};
 use super::negotiate;
 use super::outcome::{Established, Event, PeerRequest};
 use super::reader::{FrameReader, ReceivedFrame};
-use super::{deadline_after, Common, Role, StartupConfig, StartupMachine, State};
+use super::{deadline_after, Common, MpaStartup, Role, StartupConfig, StartupMachine, State};
 
 /// The responder of an MPA startup.
 ///
@@ -300,7 +300,20 @@ fn reject_reply(
     .map_err(|e| StartupError::from_frame(e, FrameKind::Reply))
 }
 
+impl MpaStartup for Responder {
+    fn state(&self) -> State {
+        self.common.state
+    }
+
+    fn established(&self) -> Option<&Established> {
+        self.common.established.as_ref()
+    }
+}
+
 impl StartupMachine for Responder {
+    type Event = Event;
+    type Error = StartupError;
+
     fn handle_input(&mut self, input: &[u8], now: Instant) -> Result<usize, StartupError> {
         self.common.check_failed()?;
         if self.common.state != State::AwaitingRequest {
@@ -364,14 +377,6 @@ impl StartupMachine for Responder {
 
     fn poll_event(&mut self) -> Option<Event> {
         self.common.events.pop_front()
-    }
-
-    fn state(&self) -> State {
-        self.common.state
-    }
-
-    fn established(&self) -> Option<&Established> {
-        self.common.established.as_ref()
     }
 
     fn error(&self) -> Option<&StartupError> {

@@ -38,7 +38,7 @@ fn drain(m: &mut impl StartupMachine) -> Vec<u8> {
     out
 }
 
-fn events(m: &mut impl StartupMachine) -> Vec<Event> {
+fn events(m: &mut impl MpaStartup) -> Vec<Event> {
     std::iter::from_fn(|| m.poll_event()).collect()
 }
 
@@ -56,7 +56,7 @@ struct Summary {
 
 /// Feeds `chunks` in order until the machine fails or stops taking octets,
 /// then (if `eof`) ends the stream.
-fn feed<'a, M: StartupMachine>(
+fn feed<'a, M: MpaStartup>(
     m: &mut M,
     chunks: impl IntoIterator<Item = &'a [u8]>,
     eof: bool,
@@ -93,11 +93,11 @@ fn feed<'a, M: StartupMachine>(
     }
 }
 
-fn feed_whole<M: StartupMachine>(m: &mut M, bytes: &[u8], eof: bool, now: Instant) -> Summary {
+fn feed_whole<M: MpaStartup>(m: &mut M, bytes: &[u8], eof: bool, now: Instant) -> Summary {
     feed(m, [bytes], eof, now)
 }
 
-fn feed_bytewise<M: StartupMachine>(m: &mut M, bytes: &[u8], eof: bool, now: Instant) -> Summary {
+fn feed_bytewise<M: MpaStartup>(m: &mut M, bytes: &[u8], eof: bool, now: Instant) -> Summary {
     feed(m, bytes.chunks(1), eof, now)
 }
 
@@ -1461,7 +1461,7 @@ fn valid_frames() -> Vec<(&'static str, Vec<u8>, FrameKind)> {
 }
 
 /// A machine that waits for `kind`, configured to take every valid frame.
-fn machine_for(kind: FrameKind, now: Instant) -> Box<dyn StartupMachine> {
+fn machine_for(kind: FrameKind, now: Instant) -> Box<dyn MpaStartup> {
     match kind {
         FrameKind::Request => Box::new(responder(cfg(), now)),
         FrameKind::Reply => Box::new(initiator(cfg(), b"", now).0),

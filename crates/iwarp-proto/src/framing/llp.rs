@@ -1,7 +1,10 @@
-//! MPA error codes, as a Terminate message carries them.
+//! LLP error codes, as a Terminate message carries them.
 //!
 //! RFC 5044 §8 lists codes 1 to 4; RFC 6581 §9 adds 5 to 7. In a
-//! Terminate message they appear with layer 2 (LLP), error type 0.
+//! Terminate message they appear with layer 2 (LLP), error type 0. They
+//! are MPA's codes; IFT defines none of its own and maps its errors onto
+//! them (see `ift::error`), so both framings report through
+//! [`LlpError`].
 
 /// An MPA (LLP layer) error code for the Terminate message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,6 +45,13 @@ impl LlpErrorCode {
             _ => return None,
         })
     }
+}
+
+/// An error of a framing layer that stops the stream, and the code a
+/// Terminate message reports it with.
+pub trait LlpError {
+    /// The code to report in a Terminate message (layer LLP).
+    fn llp_code(&self) -> LlpErrorCode;
 }
 
 impl core::fmt::Display for LlpErrorCode {

@@ -1,0 +1,237 @@
+//! The receive side of a framing layer: one trait for MPA's and IFT's
+//! deframers, and the one loop that feeds a buffer through either into a
+//! [`UlpduSink`].
+//!
+//! Two ways to drive a deframer:
+//!
+//! - [`Deframer::receive`] (the [`receive`] loop) takes a buffer of
+//!   received octets and a sink, and calls the sink with each ULPDU's
+//!   length, its octets and its end, copying nothing itself.
+//! - The step API, for a runtime that places payload straight from the
+//!   socket into its destination, and for a capture decoder that wants to
+//!   see every PDU boundary: [`Deframer::next`] says whether framing
+//!   octets or payload octets come next (and how many payload octets
+//!   before the next marker); framing octets go to
+//!   [`Deframer::push_framing`], which reports each PDU's
+//!   [`FramingEvent::Begin`] and [`FramingEvent::End`]; payload octets are
+//!   read wherever the caller likes and then shown to
+//!   [`Deframer::push_payload`] (which folds them into the CRC).
+//!
+//! After an error a deframer passes nothing more (RFC 5044 §8): every
+//! later call returns the same error.
+
+use super::layout::Layout;
+use super::llp::LlpError;
+use super::sink::{FeedError, UlpduSink};
+
+/// Payload runs handed to the sink in one call at most (8 KiB of payload
+/// between MPA's markers): enough to amortise the sink's per-call cost,
+/// small enough that the array costs little for a small PDU.
+const GATHER: usize = 16;
+
+/// What a deframer expects next in the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Framing octets (length fields, a marker, pad, a CRC field), or a
+    /// pending [`FramingEvent::End`]: call [`Deframer::push_framing`].
+    Framing,
+    /// Payload octets: up to `run` of them come before the next marker or
+    /// the end of the payload; `remaining` are left in the PDU in all.
+    Payload {
+        /// Payload octets contiguous in the stream from here.
+        run: usize,
+        /// Payload octets not yet received.
+        remaining: usize,
+    },
+    /// An error was reported; nothing more is accepted.
+    Failed,
+}
+
+/// What a call to [`Deframer::push_framing`] completed, if anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FramingEvent {
+    /// A PDU begins: a ULPDU of `header_len + payload_len` octets. Its
+    /// first `header_len` octets came with the framing and are
+    /// [`Deframer::header`] (IFT's DDP header, already verified by the
+    /// header CRC; none for MPA, whose framing does not know where DDP's
+    /// header ends); `payload_len` octets follow as payload.
+    Begin {
+        /// ULPDU octets held by the deframer, in [`Deframer::header`].
+        header_len: usize,
+        /// ULPDU octets that follow as payload.
+        payload_len: usize,
+    },
+    /// The current PDU is complete and passed every check (CRCs included).
+    End,
+}
+
+/// The receive side of a framing layer, for one half-connection, fed in
+/// stream order: MPA's [`crate::mpa::FpduReceiver`] or IFT's
+/// [`crate::ift::IftReceiver`]. See the module documentation.
+pub trait Deframer {
+    /// Why the deframer stopped accepting the stream.
+    type Error: LlpError + Copy + core::fmt::Debug;
+
+    /// What comes next.
+    fn next(&self) -> Next;
+
+    /// Consumes framing octets from the front of `input`, stopping at the
+    /// first payload octet, at the end of `input`, or right after
+    /// completing an event. Returns the octets consumed and the event, if
+    /// any. A pending [`FramingEvent::End`] is reported even with empty
+    /// `input`. Call it when [`Deframer::next`] says [`Next::Framing`];
+    /// when payload octets come next it consumes nothing.
+    fn push_framing(&mut self, input: &[u8]) -> Result<(usize, Option<FramingEvent>), Self::Error>;
+
+    /// Records that the caller has received `bytes`, the next payload
+    /// octets (at most the `run` that [`Deframer::next`] announced),
+    /// wherever it put them. They are folded into the CRC.
+    ///
+    /// # Panics
+    ///
+    /// If more octets are pushed than [`Next::Payload`] allowed: a caller
+    /// bug, not a peer's doing.
+    fn push_payload(&mut self, bytes: &[u8]) -> Result<(), Self::Error>;
+
+    /// The ULPDU octets that came with [`FramingEvent::Begin`], from then
+    /// until [`FramingEvent::End`]; empty otherwise (and always for MPA).
+    fn header(&self) -> &[u8];
+
+    /// The layout of the next stream octets while inside a PDU's payload:
+    /// runs of payload and the markers between them, covering at most
+    /// `max_payload` payload octets. Empty unless [`Deframer::next`] says
+    /// payload octets or a marker inside the payload come next.
+    fn layout(&self, max_payload: usize) -> Layout;
+
+    /// Payload octets still to come in the current PDU (0 outside one).
+    fn payload_remaining(&self) -> usize;
+
+    /// Whether the deframer sits between two PDUs (nothing of the next one
+    /// read, the last one reported complete): the only place where the
+    /// stream may cleanly end.
+    fn at_boundary(&self) -> bool;
+
+    /// Stream offset of the next octet expected.
+    fn offset(&self) -> u64;
+
+    /// PDUs received and validated so far.
+    fn pdus_received(&self) -> u64;
+
+    /// The payload length of the PDU being received, or of the last one
+    /// between PDUs (0 before the first).
+    fn payload_len(&self) -> usize;
+
+    /// The payload length of the PDU before that: with
+    /// [`Deframer::payload_len`], a runtime's guess at the next size.
+    fn previous_payload_len(&self) -> usize;
+
+    /// The error that stopped this deframer, if one did.
+    fn error(&self) -> Option<Self::Error>;
+
+    /// Feeds received octets through [`receive`].
+    fn receive<S: UlpduSink>(
+        &mut self,
+        input: &[u8],
+        sink: &mut S,
+    ) -> Result<usize, FeedError<Self::Error, S::Error>>
+    where
+        Self: Sized,
+    {
+        receive(self, input, sink)
+    }
+}
+
+/// Feeds received octets through `deframer`, calling `sink` for each ULPDU
+/// (its length, its octets, its end). Consumes all of `input` unless an
+/// error stops it; returns the octets consumed. Copies nothing: the sink
+/// sees slices of `input`, and the runs between the markers of `input`
+/// arrive together in one [`UlpduSink::ulpdu_data_vectored`] call.
+pub fn receive<D: Deframer + ?Sized, S: UlpduSink>(
+    deframer: &mut D,
+    input: &[u8],
+    sink: &mut S,
+) -> Result<usize, FeedError<D::Error, S::Error>> {
+    let mut used = 0;
+    loop {
+        match deframer.next() {
+            Next::Failed => {
+                return deframer
+                    .error()
+                    .map_or(Ok(used), |e| Err(FeedError::Framing(e)))
+            }
+            Next::Payload { .. } => {
+                let mut pieces: [&[u8]; GATHER] = [&[]; GATHER];
+                let mut count = 0;
+                // A bad marker ends the gathering; what came before it
+                // still goes to the sink, as it would piece by piece.
+                let mut error = None;
+                while count < GATHER {
+                    match deframer.next() {
+                        Next::Payload { run, .. } => {
+                            let n = run.min(input.len() - used);
+                            if n == 0 {
+                                break;
+                            }
+                            let bytes = &input[used..used + n];
+                            // Within the run `next` allowed: cannot fail.
+                            if let Err(e) = deframer.push_payload(bytes) {
+                                error = Some(e);
+                                break;
+                            }
+                            used += n;
+                            pieces[count] = bytes;
+                            count += 1;
+                        }
+                        // A marker inside the payload: no event.
+                        Next::Framing if deframer.payload_remaining() > 0 && used < input.len() => {
+                            match deframer.push_framing(&input[used..]) {
+                                Ok((n, _)) => used += n,
+                                Err(e) => {
+                                    error = Some(e);
+                                    break;
+                                }
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+                match count {
+                    0 => {}
+                    1 => sink.ulpdu_data(pieces[0]).map_err(FeedError::Sink)?,
+                    _ => sink
+                        .ulpdu_data_vectored(&pieces[..count])
+                        .map_err(FeedError::Sink)?,
+                }
+                if let Some(e) = error {
+                    return Err(FeedError::Framing(e));
+                }
+                if count == 0 && used == input.len() {
+                    return Ok(used);
+                }
+            }
+            Next::Framing => {
+                let (n, event) = deframer
+                    .push_framing(&input[used..])
+                    .map_err(FeedError::Framing)?;
+                used += n;
+                match event {
+                    Some(FramingEvent::Begin {
+                        header_len,
+                        payload_len,
+                    }) => {
+                        sink.ulpdu_begin(header_len + payload_len)
+                            .map_err(FeedError::Sink)?;
+                        if header_len > 0 {
+                            sink.ulpdu_data(deframer.header())
+                                .map_err(FeedError::Sink)?;
+                        }
+                    }
+                    Some(FramingEvent::End) => sink.ulpdu_end().map_err(FeedError::Sink)?,
+                    // Nothing more to take from `input`.
+                    None if n == 0 => return Ok(used),
+                    None => {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The stream layout of the payload octets still to come in a PDU: runs of
+//! payload between markers.
+//!
+//! A runtime that reads payload straight from the socket into its
+//! destination builds one vectored read from a [`Layout`]: payload runs
+//! into the destination, markers into scratch space. It then replays the
+//! same spans through [`super::Deframer::push_payload`] and
+//! [`super::Deframer::push_framing`]. Both framings describe their payload
+//! this way, so the runtime builds its reads the same way over either.
+
+use super::marker::{MarkerInterval, MARKER_LEN};
+
+/// One stretch of stream octets in a [`Layout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// This many payload octets, contiguous in the stream.
+    Payload(usize),
+    /// A 4-octet marker.
+    Marker,
+}
+
+/// Upcoming payload octets, as the [`Span`]s they occupy in the stream:
+/// see [`super::Deframer::layout`].
+#[derive(Debug, Clone)]
+pub struct Layout {
+    offset: u64,
+    left: usize,
+    markers: Option<MarkerInterval>,
+}
+
+impl Layout {
+    /// `payload` payload octets from stream offset `offset` on, with
+    /// markers at `markers` (none if `None`).
+    pub const fn new(offset: u64, payload: usize, markers: Option<MarkerInterval>) -> Self {
+        Self {
+            offset,
+            left: payload,
+            markers,
+        }
+    }
+
+    /// Payload octets the layout still covers.
+    pub const fn payload_len(&self) -> usize {
+        self.left
+    }
+}
+
+impl Iterator for Layout {
+    type Item = Span;
+
+    fn next(&mut self) -> Option<Span> {
+        if self.left == 0 {
+            return None;
+        }
+        let run = match self.markers {
+            Some(i) if i.is_marker_at(self.offset) => {
+                self.offset += MARKER_LEN as u64;
+                return Some(Span::Marker);
+            }
+            Some(i) => self.left.min(i.room(self.offset)),
+            None => self.left,
+        };
+        self.left -= run;
+        self.offset += run as u64;
+        Some(Span::Payload(run))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_between_markers() {
+        let spans: Vec<Span> = Layout::new(500, 600, Some(MarkerInterval::DEFAULT)).collect();
+        assert_eq!(
+            spans,
+            [
+                Span::Payload(12),
+                Span::Marker,
+                Span::Payload(508),
+                Span::Marker,
+                Span::Payload(80)
+            ]
+        );
+        let plain: Vec<Span> = Layout::new(500, 600, None).collect();
+        assert_eq!(plain, [Span::Payload(600)]);
+        assert_eq!(Layout::new(0, 0, None).count(), 0);
+    }
+}
