@@ -52,15 +52,17 @@ pub fn fpdu_at(bytes: &[u8]) -> Verdict {
 }
 
 /// Whether an FPDU boundary is at the start of `bytes`: two FPDUs in a row
-/// whose CRCs match. `at_end`: no more octets will come, so a single FPDU
-/// that ends exactly at the end of `bytes` is taken too.
+/// whose CRCs match. `at_end`: no more octets will come, so an FPDU whose
+/// successor the capture cut short is taken alone, and what would need more
+/// octets is not an FPDU.
 pub fn boundary_at(bytes: &[u8], at_end: bool) -> Verdict {
     match fpdu_at(bytes) {
         Verdict::Fpdu(len) => match fpdu_at(&bytes[len..]) {
             Verdict::Fpdu(_) => Verdict::Fpdu(len),
-            Verdict::NeedMore if at_end && len == bytes.len() => Verdict::Fpdu(len),
+            Verdict::NeedMore if at_end => Verdict::Fpdu(len),
             other => other,
         },
+        Verdict::NeedMore if at_end => Verdict::NotFpdu,
         other => other,
     }
 }
@@ -104,9 +106,11 @@ mod tests {
                 assert!(!matches!(v, Verdict::Fpdu(_)), "{at}: {v:?}");
             }
         }
-        // The last FPDU alone passes only at the end.
+        // The last FPDU alone passes only at the end; at the end, what
+        // would need more octets is no FPDU.
         let last = *starts.last().unwrap();
         assert_eq!(boundary_at(&wire[last..], false), Verdict::NeedMore);
         assert_eq!(fpdu_at(&[0]), Verdict::NeedMore);
+        assert_eq!(boundary_at(&[0, 0x30, 0x41], true), Verdict::NotFpdu);
     }
 }

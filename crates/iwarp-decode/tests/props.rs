@@ -277,3 +277,69 @@ proptest! {
         feed(&damaged);
     }
 }
+
+/// ULPDUs with a valid DDP control octet (DV 1) and room for their header.
+fn valid_ulpdu() -> impl Strategy<Value = Vec<u8>> {
+    (
+        prop_oneof![Just(0x41u8), Just(0xc1), Just(0x01), Just(0x81)],
+        0x40u8..0x48,
+        proptest::collection::vec(any::<u8>(), 16..400),
+    )
+        .prop_map(|(ddp, rdmap, rest)| {
+            let mut u = vec![ddp, rdmap];
+            u.extend(rest);
+            u
+        })
+}
+
+proptest! {
+    /// A hole anywhere in a stream without markers but with CRC: decoding
+    /// resumes at the first FPDU that starts after the hole, and every
+    /// FPDU from there comes out with its CRC correct.
+    #[test]
+    fn the_crc_hunt_finds_the_first_fpdu_after_a_hole(
+        ulpdus in proptest::collection::vec(valid_ulpdu(), 2..10),
+        hole_at in any::<prop::sample::Index>(),
+        hole_len in 1usize..1500,
+        cuts in proptest::collection::vec(1usize..700, 0..20),
+    ) {
+        use iwarp_decode::event::{CrcStatus, Event};
+        use iwarp_proto::framing::{Framer, WireBatch};
+        use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
+
+        let mut tx = FpduTransmitter::new(FramingParams { crc: true, send_markers: false, receive_markers: false });
+        let mut wire = Vec::new();
+        let mut starts = Vec::new();
+        for u in &ulpdus {
+            starts.push(wire.len() as u64);
+            let mut batch = WireBatch::new();
+            tx.frame(&[], &[u], &mut batch).expect("frame");
+            batch.write_to(&[u], &mut wire);
+        }
+        let hole = hole_at.index(wire.len());
+        let resume = (hole + hole_len).min(wire.len());
+        let mut d = MpaDirection::new(false, CrcMode::On);
+        let mut events = Vec::new();
+        let feed = |d: &mut MpaDirection, part: &[u8], events: &mut Vec<Event>| {
+            let mut at = 0usize;
+            for cut in cuts.iter().chain(std::iter::once(&usize::MAX)) {
+                let end = at.saturating_add(*cut).min(part.len());
+                d.push(&part[at..end], events);
+                at = end;
+            }
+        };
+        feed(&mut d, &wire[..hole], &mut events);
+        d.gap(hole as u64, (resume - hole) as u64, &mut events);
+        let before = events.len();
+        feed(&mut d, &wire[resume..], &mut events);
+        d.finish(&mut events);
+        let after = &events[before..];
+        let expected = starts.iter().copied().find(|&s| s >= resume as u64);
+        let resync = after.iter().find_map(|e| match e { Event::Resync(r) => Some(r.offset), _ => None });
+        prop_assert_eq!(resync, expected, "hole {}..{} starts {:?} events {:?}", hole, resume, starts, after.iter().map(|e| format!("{e:?}").chars().take(160).collect::<String>()).collect::<Vec<_>>());
+        let pdus: Vec<_> = after.iter().filter_map(|e| match e { Event::Pdu(p) => Some(p), _ => None }).collect();
+        let want = starts.iter().filter(|&&s| s >= resume as u64).count();
+        prop_assert_eq!(pdus.len(), want);
+        prop_assert!(pdus.iter().all(|p| p.crc.status == CrcStatus::Ok));
+    }
+}
