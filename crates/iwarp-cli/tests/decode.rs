@@ -9,10 +9,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::capture::{Tcp, C2S, S2C};
+use common::capture::{tagged, untagged, Framer, Tcp, C2S, S2C};
 use common::{hex, output_bounded, BIN};
 use iwarp_proto::framing::{Framer as _, WireBatch};
-use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 use serde_json::Value;
 
 /// rping over siw's MPA Request (siw-observed.md, "siw as initiator"):
@@ -98,59 +97,6 @@ fn summary(records: &[Value]) -> &Value {
         .expect("summary last")
 }
 
-/// Frames ULPDUs as MPA FPDUs, keeping the stream offset (for markers).
-struct Framer {
-    tx: FpduTransmitter,
-}
-
-impl Framer {
-    fn new(crc: bool, markers: bool) -> Self {
-        Self {
-            tx: FpduTransmitter::new(FramingParams {
-                crc,
-                send_markers: markers,
-                receive_markers: false,
-            }),
-        }
-    }
-
-    fn fpdu(&mut self, ulpdu: &[u8]) -> Vec<u8> {
-        let mut batch = WireBatch::new();
-        self.tx.frame(&[], &[ulpdu], &mut batch).expect("frame");
-        let mut out = Vec::new();
-        batch.write_to(&[ulpdu], &mut out);
-        out
-    }
-}
-
-/// An untagged ULPDU: DDP control, RDMAP control, RsvdULP word, QN, MSN,
-/// MO, payload.
-fn untagged(
-    last: bool,
-    opcode: u8,
-    word: u32,
-    qn: u32,
-    msn: u32,
-    mo: u32,
-    payload: &[u8],
-) -> Vec<u8> {
-    let mut u = vec![if last { 0x41 } else { 0x01 }, 0x40 | opcode];
-    for v in [word, qn, msn, mo] {
-        u.extend_from_slice(&v.to_be_bytes());
-    }
-    u.extend_from_slice(payload);
-    u
-}
-
-/// A tagged ULPDU: DDP control, RDMAP control, STag, TO, payload.
-fn tagged(last: bool, opcode: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
-    let mut u = vec![if last { 0xc1 } else { 0x81 }, 0x40 | opcode];
-    u.extend_from_slice(&stag.to_be_bytes());
-    u.extend_from_slice(&to.to_be_bytes());
-    u.extend_from_slice(payload);
-    u
-}
-
 /// The rping startup and first Send, as siw and our server exchange them.
 fn rping(crc: bool) -> Tcp {
     let mut t = Tcp::new(40000, 4791);
@@ -222,10 +168,12 @@ fn siw_rping_startup_and_first_send_without_crc() {
 
     let s = summary(&r);
     assert_eq!(s["connections"].as_array().map(Vec::len), Some(1));
-    assert_eq!(
-        s["connections"][0]["framing"],
-        "MPA rev 2, CRC off, no markers"
-    );
+    let framing = &s["connections"][0]["framing"];
+    assert_eq!(framing["kind"], "mpa");
+    assert_eq!(framing["revision"], 2);
+    assert_eq!(framing["crc"], false);
+    assert_eq!(framing["markers_to_initiator"], false);
+    assert_eq!(framing["markers_to_responder"], false);
     assert_eq!(s["pdus"]["Send"], 1);
     assert_eq!(s["pdus"]["MPA Request"], 1);
     assert_eq!(s["errors"]["crc"], 0);
@@ -240,9 +188,10 @@ fn siw_rping_with_crc_checks_siws_own_crc() {
     assert_eq!(p["crc"]["status"], "ok");
     assert_eq!(p["crc"]["received"], "0x65360fba");
     assert_eq!(p["payload"], "0000562e4da7b530e54e580000000020");
+    let framing = &summary(&r)["connections"][0]["framing"];
     assert_eq!(
-        summary(&r)["connections"][0]["framing"],
-        "MPA rev 2, CRC on, no markers"
+        (framing["kind"].as_str(), framing["crc"].as_bool()),
+        (Some("mpa"), Some(true))
     );
 }
 
@@ -621,10 +570,9 @@ fn siw_rejects_markers() {
     assert!(notes
         .iter()
         .any(|n| n["message"].as_str().unwrap().contains("rejected")));
-    assert_eq!(
-        summary(&r)["connections"][0]["framing"],
-        "MPA rev 1, rejected"
-    );
+    let framing = &summary(&r)["connections"][0]["framing"];
+    assert_eq!(framing["kind"], "mpa_rejected");
+    assert_eq!(framing["revision"], 1);
 }
 
 #[test]
@@ -766,7 +714,7 @@ fn readme_sample_session() {
         2,
         0x0000_0301,
         0x7f3a_1c00_0000,
-        b"rdma-ping-0: ABCDEFGHIJKLMNOPQR",
+        b"rdma-ping-0: ABCDEFGHIJKLMNOPQRS",
     ));
     t.send_split(C2S, &resp, &[20]);
     t.send(
@@ -803,11 +751,11 @@ fn readme_sample_session() {
 
 const README_SAMPLE: &str = "     4    0.000300 10.0.0.1:47122 > 10.0.0.2:7174  MPA    Request rev 2 enhanced IRD 1 ORD 1, M 0 C 0
      5    0.000400 10.0.0.2:7174 > 10.0.0.1:47122  MPA    Reply rev 2 enhanced IRD 1 ORD 1, M 0 C 1 R 0
-     5    0.000400 10.0.0.1:47122 > 10.0.0.2:7174  MPA    framing: CRC on, no markers, from TCP offset 24 (startup frames)
-     5    0.000400 10.0.0.2:7174 > 10.0.0.1:47122  MPA    framing: CRC on, no markers, from TCP offset 24 (startup frames)
+     5    0.000400 10.0.0.1:47122 > 10.0.0.2:7174  MPA    framing: CRC on, no markers, ORD 1, from TCP offset 24 (startup frames)
+     5    0.000400 10.0.0.2:7174 > 10.0.0.1:47122  MPA    framing: CRC on, no markers, ORD 1, from TCP offset 24 (startup frames)
      6    0.000500 10.0.0.1:47122 > 10.0.0.2:7174  RDMAP  Send QN 0 MSN 1 MO 0 last len 16, crc ok
      7    0.000600 10.0.0.2:7174 > 10.0.0.1:47122  RDMAP  RDMA Read Request MSN 1: 32 octets from STag 0xe54e5800 TO 0x562e4da7b530 into STag 0x00000301 TO 0x7f3a1c000000, crc ok
-     9    0.000800 10.0.0.1:47122 > 10.0.0.2:7174  RDMAP  RDMA Read Response STag 0x00000301 TO 0x7f3a1c000000 last len 31, crc ok
+     9    0.000800 10.0.0.1:47122 > 10.0.0.2:7174  RDMAP  RDMA Read Response STag 0x00000301 TO 0x7f3a1c000000 last len 32, crc ok
     10    0.000900 10.0.0.2:7174 > 10.0.0.1:47122  RDMAP  Send QN 0 MSN 1 MO 0 last len 16, crc ok
     11    0.001000 10.0.0.1:47122 > 10.0.0.2:7174  RDMAP  Send QN 0 MSN 2 MO 0 last len 16, CRC BAD !! CRC error: computed 0xe8e79b9c, received 0x5a12aceb
     12    0.001100 10.0.0.2:7174 > 10.0.0.1:47122  RDMAP  Terminate LLP: CRC error [layer 2 type 0 code 0x02]; offending Send (QN 0 MSN 2 MO 0 last, ULPDU length 34), crc ok
@@ -816,6 +764,179 @@ Summary: 14 frames, 14 TCP segments; 1 iWARP connection
   #1 10.0.0.1:47122 <-> 10.0.0.2:7174: MPA rev 2, CRC on, no markers
       10.0.0.1:47122 > 10.0.0.2:7174: 156 octets in 5 segments; 1 startup frame, 3 PDUs, 1 error
       10.0.0.2:7174 > 10.0.0.1:47122: 164 octets in 4 segments; 1 startup frame, 3 PDUs, 0 errors
+      operations: Send 2 (32 octets), RDMA Read 1 (32 octets); 160.0 kB/s over 400.0 µs
+      Read latency (1 Read): min 200.2 µs, p50 200.2 µs, p90 200.2 µs, p99 200.2 µs, max 200.2 µs
   PDUs: MPA Reply 1, MPA Request 1, RDMA Read Request 1, RDMA Read Response 1, Send 3, Terminate 1
-  errors: 1 (CRC 1, header 0, framing 0, gaps 0)
+  errors: 1 (CRC 1, header 0, framing 0, gaps 0, checks 0)
 ";
+
+/// A clean exchange with CRC: the rping startup, then `n` Sends each way,
+/// each acknowledged; the TCP ending is the caller's.
+fn clean_session(port: u16, n: u32) -> (Tcp, Framer, Framer) {
+    let mut t = Tcp::new(port, 4791);
+    t.handshake();
+    t.send(C2S, &hex(RPING_REQUEST));
+    t.ack(S2C);
+    t.send(S2C, &hex(OUR_REPLY_CRC));
+    t.ack(C2S);
+    let mut client = Framer::new(true, false);
+    let mut server = Framer::new(true, false);
+    for msn in 1..=n {
+        t.send(C2S, &client.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"ping")));
+        t.ack(S2C);
+        t.send(S2C, &server.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"pong")));
+        t.ack(C2S);
+    }
+    (t, client, server)
+}
+
+/// No error of any kind in a decoded capture, and `pdus` PDUs.
+fn assert_clean(r: &[Value], pdus: usize) {
+    let errors: Vec<&Value> = of_type(r, "note")
+        .into_iter()
+        .filter(|n| n["level"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(of_type(r, "gap").is_empty(), "{:?}", of_type(r, "gap"));
+    let s = summary(r);
+    for kind in ["crc", "header", "framing", "gaps"] {
+        assert_eq!(s["errors"][kind], 0, "{kind}: {s}");
+    }
+    assert_eq!(of_type(r, "pdu").len(), pdus);
+}
+
+#[test]
+fn ending_fin_both_ways_acknowledged() {
+    let (mut t, _, _) = clean_session(41000, 2);
+    t.fin(C2S);
+    t.ack(S2C);
+    t.fin(S2C);
+    t.ack(C2S);
+    let r = decode_json("end-fin.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 4);
+    let text = decode_text("end-fin.pcap", &t.pcap(), &[]);
+    assert!(text.contains("  errors: none"), "{text}");
+}
+
+#[test]
+fn ending_rst() {
+    let (mut t, _, _) = clean_session(41001, 2);
+    t.rst(S2C);
+    let r = decode_json("end-rst.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 4);
+    // A FIN, then the peer resets instead of closing.
+    let (mut t, _, _) = clean_session(41002, 1);
+    t.fin(C2S);
+    t.rst(S2C);
+    t.ack(C2S);
+    let r = decode_json("end-fin-rst.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 2);
+}
+
+#[test]
+fn ending_half_close_the_other_end_goes_on() {
+    let (mut t, _, mut server) = clean_session(41003, 1);
+    t.fin(C2S);
+    t.ack(S2C);
+    for msn in 2..=4 {
+        t.send(S2C, &server.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"more")));
+        t.ack(C2S);
+    }
+    t.fin(S2C);
+    t.ack(C2S);
+    let r = decode_json("end-half.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 5);
+}
+
+#[test]
+fn ending_fin_with_data_and_retransmitted_fin() {
+    let (mut t, mut client, _) = clean_session(41004, 1);
+    t.fin_with(C2S, &client.fpdu(&untagged(true, 3, 0, 0, 2, 0, b"bye")));
+    t.fin_again(C2S);
+    t.ack(S2C);
+    t.fin(S2C);
+    t.fin_again(S2C);
+    t.ack(C2S);
+    t.ack(C2S);
+    let r = decode_json("end-fin-data.pcap", &t.pcap(), &[]);
+    assert_clean(&r, 3);
+    let last = of_type(&r, "pdu").last().copied().cloned().expect("a PDU");
+    assert_eq!(last["ddp"]["msn"], 2);
+}
+
+#[test]
+fn ending_capture_started_mid_connection() {
+    // No handshake and no startup: the capture begins at an FPDU; --port
+    // names the connection. It ends with FINs both ways, acknowledged.
+    let mut t = Tcp::new(41005, 4791);
+    let mut client = Framer::new(true, false);
+    let mut server = Framer::new(true, false);
+    for msn in 7..=9 {
+        t.send(C2S, &client.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"mid")));
+        t.ack(S2C);
+        t.send(S2C, &server.fpdu(&untagged(true, 3, 0, 0, msn, 0, b"way")));
+        t.ack(C2S);
+    }
+    t.fin(C2S);
+    t.ack(S2C);
+    t.fin(S2C);
+    t.ack(C2S);
+    let r = decode_json("end-mid.pcap", &t.pcap(), &["--port", "4791"]);
+    assert_clean(&r, 6);
+}
+
+/// Findings and operations in JSON, and `--ops` in text.
+#[test]
+fn findings_and_operations_in_json_and_ops_lines() {
+    let mut t = Tcp::new(41100, 4791);
+    t.handshake();
+    t.send(C2S, &hex(RPING_REQUEST));
+    t.send(S2C, &hex(OUR_REPLY_CRC));
+    let mut c = Framer::new(true, false);
+    let mut s = Framer::new(true, false);
+    t.send(C2S, &c.fpdu(&untagged(true, 3, 0, 0, 1, 0, b"one")));
+    t.send(C2S, &c.fpdu(&untagged(true, 3, 0, 0, 3, 0, b"three")));
+    let rr = iwarp_decode::synth::read_request(0x10, 0x1000, 4, 0x20, 0x2000);
+    t.send(C2S, &c.fpdu(&untagged(true, 1, 0, 1, 1, 0, &rr)));
+    t.send(S2C, &s.fpdu(&tagged(true, 2, 0x10, 0x1000, b"data")));
+    t.fin(C2S);
+    t.fin(S2C);
+    let r = decode_json("ops.pcap", &t.pcap(), &[]);
+    let f = of_type(&r, "finding");
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0]["check"], "msn_gap");
+    assert_eq!(f[0]["expected"], 2);
+    assert_eq!(f[0]["got"], 3);
+    assert_eq!(f[0]["frames"], serde_json::json!([6, 7]));
+    let ops = of_type(&r, "operation");
+    assert_eq!(ops.len(), 3, "{ops:?}");
+    let read = ops[2];
+    assert_eq!(read["operation"], "read");
+    assert_eq!(read["src"], "10.0.0.1:41100");
+    assert_eq!(read["sink_stag"], "0x00000010");
+    assert_eq!(read["octets"], 4);
+    assert_eq!(read["complete"], true);
+    let sum = &summary(&r)["connections"][0]["operations"];
+    assert_eq!(sum["classes"][0]["count"], 2);
+    assert_eq!(sum["classes"][2]["octets"], 4);
+    assert_eq!(sum["read_latency"]["count"], 1);
+    assert_eq!(summary(&r)["errors"]["findings"], 1);
+
+    let text = decode_text("ops.pcap", &t.pcap(), &["--ops"]);
+    assert!(
+        text.contains("OP     Send MSN 3: 5 octets in 1 segment"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "OP     RDMA Read MSN 1: 4 of 4 octets from STag 0x00000020 into STag 0x00000010 in 1 segment, 100.0 µs"
+    ), "{text}");
+    assert!(
+        text.contains("CHECK  QN 0: MSN 3 where 2 was next (1 skipped) [frames 6, 7]"),
+        "{text}"
+    );
+    assert!(!text.contains("RDMAP  Send"), "{text}");
+    assert!(
+        text.contains("operations: Send 2 (8 octets), RDMA Read 1 (4 octets)"),
+        "{text}"
+    );
+}

@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-
-use super::Options;
+use iwarp_decode::Options;
 
 /// `iwarp decode`: what each TCP connection of a capture carried, layer by
 /// layer (MPA or IFT, DDP, RDMAP).
@@ -15,6 +14,11 @@ Examples:
   iwarp decode -v cap.pcapng --port 4791  every field of every PDU, connections on port 4791
   iwarp decode --json cap.pcap | jq .     one JSON object per line (\"type\" names the event)
   tcpdump -i any -w - port 4791 | iwarp decode -
+
+The summary shows each connection's operations (Sends, RDMA Writes, RDMA Reads:
+count, octets, throughput, Read latency percentiles); --ops lists them one per line.
+Stateful checks (MSN order, Read Responses against Requests, outstanding Reads against
+the ORD, tagged offsets, Terminates) are reported as findings.
 
 Connections are decoded when they open with an MPA Request/Reply or IFT Adaption
 Indication. A connection whose startup was not captured is decoded only if --port names
@@ -38,6 +42,12 @@ pub struct DecodeArgs {
     /// Every field of every PDU, as a tree under its line.
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// One line per RDMA operation (a whole Send, RDMA Write or RDMA Read)
+    /// instead of one per PDU; errors and findings are still shown. JSON output
+    /// always has the operations.
+    #[arg(long)]
+    pub ops: bool,
 
     /// Do not check CRCs (they are still shown): for captures of hardware that
     /// puts something else in the field, or to see past damage.
@@ -67,13 +77,23 @@ pub enum MarkerMode {
     Off,
 }
 
+impl From<MarkerMode> for iwarp_decode::MarkerMode {
+    fn from(m: MarkerMode) -> Self {
+        match m {
+            MarkerMode::Auto => Self::Auto,
+            MarkerMode::On => Self::On,
+            MarkerMode::Off => Self::Off,
+        }
+    }
+}
+
 impl DecodeArgs {
     /// The decoding options these arguments ask for.
     pub fn options(&self) -> Options {
         Options {
             ports: self.ports.clone(),
             check_crc: !self.no_crc_check,
-            markers: self.markers,
+            markers: self.markers.into(),
             stream_offset: self.stream_offset,
         }
     }

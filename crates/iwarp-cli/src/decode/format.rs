@@ -1,5 +1,5 @@
-//! Output: text lines like `tshark`'s (with `-v`, a field tree under each),
-//! or JSON Lines.
+//! Output: text lines like `tshark`'s (with `-v`, a field tree under each;
+//! with `--ops`, one line per operation instead of per PDU), or JSON Lines.
 //!
 //! Text: one line per event,
 //!
@@ -8,24 +8,30 @@
 //! ```
 //!
 //! where FRAME is the capture frame that completed the event and TIME is in
-//! seconds since the first frame. JSON: each [`Record`] as one object per
-//! line, then the [`Summary`] as `{"type":"summary",...}`.
+//! seconds since the first frame. The words of a PDU are `iwarp_proto`'s
+//! pretty-printers'. JSON: each record as one object per line (`"type"`
+//! names the event), then the summary as `{"type":"summary",...}`.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use super::event::{
-    CrcInfo, CrcStatus, DdpInfo, Event, IndicationInfo, Level, PduInfo, RdmapInfo, ReadRequestInfo,
-    Record, StartupFrameInfo, TerminateInfo,
+use iwarp_decode::checks::Finding;
+use iwarp_decode::event::{
+    Basis, CrcStatus, CrcUse, Event, FramingInfo, FramingKind, GapAction, IndicationInfo, PduInfo,
+    Record, ResyncMethod, StartupFrameInfo, StartupKind,
 };
-use super::summary::Summary;
+use iwarp_decode::note::Level;
+use iwarp_decode::ops::{Operation, OperationKind, OperationSummary};
+use iwarp_decode::summary::ConnectionSummary;
+use iwarp_decode::{hex, Summary};
+use iwarp_proto::mpa::startup::{FrameKind, Revision, StartupFrameRepr};
 
 /// Where records and the summary go.
 pub trait Output {
     /// One event.
     fn record(&mut self, record: &Record) -> io::Result<()>;
-    /// The closing summary.
-    fn summary(&mut self, summary: &Summary) -> io::Result<()>;
+    /// The closing summary; `unread` says why the capture ended early.
+    fn summary(&mut self, summary: &Summary, unread: Option<&str>) -> io::Result<()>;
 }
 
 /// JSON Lines.
@@ -47,18 +53,21 @@ impl<W: Write> Output for Json<W> {
         self.out.write_all(b"\n")
     }
 
-    fn summary(&mut self, summary: &Summary) -> io::Result<()> {
+    fn summary(&mut self, summary: &Summary, unread: Option<&str>) -> io::Result<()> {
         #[derive(serde::Serialize)]
         struct Tagged<'a> {
             r#type: &'static str,
             #[serde(flatten)]
             summary: &'a Summary,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            capture_error: Option<&'a str>,
         }
         serde_json::to_writer(
             &mut self.out,
             &Tagged {
                 r#type: "summary",
                 summary,
+                capture_error: unread,
             },
         )?;
         self.out.write_all(b"\n")?;
@@ -71,17 +80,31 @@ impl<W: Write> Output for Json<W> {
 pub struct Text<W: Write> {
     out: W,
     verbose: bool,
+    ops: bool,
 }
 
 impl<W: Write> Text<W> {
-    /// Writes to `out`; `verbose` adds the field trees.
-    pub fn new(out: W, verbose: bool) -> Self {
-        Self { out, verbose }
+    /// Writes to `out`; `verbose` adds the field trees; `ops` shows
+    /// operations instead of PDUs.
+    pub fn new(out: W, verbose: bool, ops: bool) -> Self {
+        Self { out, verbose, ops }
+    }
+
+    /// Whether a record gets a line.
+    fn shown(&self, event: &Event) -> bool {
+        match event {
+            Event::Pdu(p) => !self.ops || !p.errors.is_empty(),
+            Event::Operation(_) => self.ops,
+            _ => true,
+        }
     }
 }
 
 impl<W: Write> Output for Text<W> {
     fn record(&mut self, r: &Record) -> io::Result<()> {
+        if !self.shown(&r.event) {
+            return Ok(());
+        }
         let (proto, summary) = line(&r.event);
         writeln!(
             self.out,
@@ -96,8 +119,8 @@ impl<W: Write> Output for Text<W> {
         Ok(())
     }
 
-    fn summary(&mut self, s: &Summary) -> io::Result<()> {
-        write!(self.out, "{}", summary_text(s))?;
+    fn summary(&mut self, s: &Summary, unread: Option<&str>) -> io::Result<()> {
+        write!(self.out, "{}", summary_text(s, unread))?;
         self.out.flush()
     }
 }
@@ -110,29 +133,21 @@ fn onoff(b: bool) -> &'static str {
     }
 }
 
+fn crc_use(c: CrcUse) -> &'static str {
+    match c {
+        CrcUse::On => "on",
+        CrcUse::Off => "off",
+        CrcUse::Unchecked => "unchecked",
+        CrcUse::Auto => "auto",
+    }
+}
+
 /// The protocol column and the one-line summary of an event.
 pub fn line(event: &Event) -> (&'static str, String) {
     match event {
         Event::MpaStartup(f) => ("MPA", startup_line(f)),
         Event::IftIndication(i) => ("IFT", indication_line(i)),
-        Event::Framing(f) => {
-            let proto = if f.framing == "ift" { "IFT" } else { "MPA" };
-            let mut s = format!("framing: CRC {}", f.crc);
-            if let Some(h) = f.header_crc {
-                let _ = write!(s, ", header CRC {h}");
-            }
-            match f.markers {
-                Some(m) => {
-                    let _ = write!(s, ", markers every {m} octets");
-                }
-                None => s.push_str(", no markers"),
-            }
-            if let Some(v) = f.vtag {
-                let _ = write!(s, ", VTag {v:#06x}");
-            }
-            let _ = write!(s, ", from TCP offset {} ({})", f.start, f.basis);
-            (proto, s)
-        }
+        Event::Framing(f) => framing_line(f),
         Event::Pdu(p) => pdu_line(p),
         Event::Gap(g) => (
             "TCP",
@@ -141,96 +156,199 @@ pub fn line(event: &Event) -> (&'static str, String) {
                 g.octets,
                 g.offset,
                 match g.action {
-                    "resync" => ": looking for a marker to resynchronise",
-                    "stop" => ": decoding of this direction stops",
-                    _ => "",
+                    GapAction::Resync => ": looking for a marker to resynchronise",
+                    GapAction::Hunt => ": hunting for the next FPDU by its CRC",
+                    GapAction::Stop => ": decoding of this direction stops",
+                    GapAction::None => "",
                 }
             ),
         ),
         Event::Resync(r) => (
             "MPA",
             format!(
-                "resynchronised at stream offset {} after {} octets, on the {}",
-                r.offset, r.skipped, r.method
+                "resynchronised at stream offset {} after {} octets, on {}",
+                r.offset,
+                r.skipped,
+                match r.method {
+                    ResyncMethod::Marker { marker, pointer } =>
+                        format!("the marker at stream offset {marker} (FPDUPTR {pointer:#06x})"),
+                    ResyncMethod::Crc { candidates } =>
+                        format!("two FPDUs in a row whose CRCs match ({candidates} offsets tried)"),
+                }
             ),
         ),
-        Event::Note(n) => {
-            let tag = match n.level {
-                Level::Info => "note",
-                Level::Warning => "warn",
-                Level::Error => "ERROR",
-            };
-            (tag, n.message.clone())
-        }
+        Event::Note(n) => (level_tag(n.level()), n.to_string()),
+        Event::Finding(f) => finding_line(f),
+        Event::Operation(o) => ("OP", operation_line(o)),
     }
 }
 
-fn startup_line(f: &StartupFrameInfo) -> String {
-    let name = match f.kind {
-        "request" => "Request",
-        "reply" => "Reply",
-        _ => "frame",
-    };
-    let mut s = format!("{name} rev {}", f.revision);
-    if let Some(e) = &f.enhanced {
-        let _ = write!(s, " enhanced IRD {} ORD {}", e.ird, e.ord);
-        if e.peer_to_peer {
-            s.push_str(" P2P");
-            for (on, t) in [
-                (e.rtr_write, "Write"),
-                (e.rtr_read, "Read"),
-                (e.rtr_send, "Send"),
-            ] {
-                if on {
-                    let _ = write!(s, " RTR-{t}");
-                }
-            }
-        }
+fn level_tag(level: Level) -> &'static str {
+    match level {
+        Level::Info => "note",
+        Level::Warning => "warn",
+        Level::Error => "ERROR",
     }
-    let _ = write!(s, ", M {} C {}", u8::from(f.markers), u8::from(f.crc));
-    if f.kind == "reply" {
-        let _ = write!(s, " R {}", u8::from(f.rejected));
-    }
-    let pd = f.private_data.len() / 2;
-    if pd > 0 {
+}
+
+fn finding_line(f: &Finding) -> (&'static str, String) {
+    let mut s = f.kind.to_string();
+    if !f.frames.is_empty() {
+        let frames: Vec<String> = f.frames.iter().map(u64::to_string).collect();
         let _ = write!(
             s,
-            ", {pd} octets of private data \"{}\"",
-            printable(&f.private_data, 32)
+            " [frame{} {}]",
+            if frames.len() == 1 { "" } else { "s" },
+            frames.join(", ")
         );
     }
-    if f.rejected {
-        s.push_str(" REJECTED");
+    let tag = match f.level() {
+        Level::Error => "CHECK",
+        _ => "check",
+    };
+    (tag, s)
+}
+
+/// Seconds in a readable unit.
+fn duration(secs: f64) -> String {
+    if secs >= 1.0 {
+        format!("{secs:.3} s")
+    } else if secs >= 1e-3 {
+        format!("{:.3} ms", secs * 1e3)
+    } else {
+        format!("{:.1} µs", secs * 1e6)
     }
-    if let Some(e) = &f.error {
-        let _ = write!(s, " !! {e}");
+}
+
+fn operation_line(o: &Operation) -> String {
+    let mut s = match o.kind {
+        OperationKind::Send {
+            msn,
+            solicited,
+            invalidate,
+        } => {
+            let mut s = format!("Send MSN {msn}");
+            if solicited {
+                s.push_str(" with SE");
+            }
+            if let Some(stag) = invalidate {
+                let _ = write!(s, " invalidating {stag}");
+            }
+            let _ = write!(s, ": {} octets", o.octets);
+            s
+        }
+        OperationKind::Write { stag, to } => {
+            format!("RDMA Write to STag {stag} TO {to:#x}: {} octets", o.octets)
+        }
+        OperationKind::Read {
+            msn,
+            sink_stag,
+            source_stag,
+            size,
+        } => format!(
+            "RDMA Read MSN {msn}: {} of {size} octets from STag {source_stag} into STag {sink_stag}",
+            o.octets
+        ),
+    };
+    let _ = write!(
+        s,
+        " in {} segment{}, {}",
+        o.segments,
+        if o.segments == 1 { "" } else { "s" },
+        duration(o.duration)
+    );
+    if !o.complete {
+        s.push_str(", INCOMPLETE");
     }
     s
 }
 
-fn indication_line(i: &IndicationInfo) -> String {
-    match (&i.fields, &i.error) {
-        (Some(f), _) => {
+fn framing_line(f: &FramingInfo) -> (&'static str, String) {
+    let proto = match f.framing {
+        FramingKind::Ift => "IFT",
+        FramingKind::Mpa => "MPA",
+    };
+    let mut s = format!("framing: CRC {}", crc_use(f.crc));
+    if let Some(h) = f.header_crc {
+        let _ = write!(s, ", header CRC {}", crc_use(h));
+    }
+    match f.markers {
+        Some(m) => {
+            let _ = write!(s, ", markers every {m} octets");
+        }
+        None => s.push_str(", no markers"),
+    }
+    if let Some(v) = f.vtag {
+        let _ = write!(s, ", VTag {v:#06x}");
+    }
+    if let Some(ord) = f.max_reads {
+        let _ = write!(s, ", ORD {ord}");
+    }
+    let basis = match f.basis {
+        Basis::StartupFrames => "startup frames",
+        Basis::AdaptionIndications => "Adaption Indications",
+        Basis::OneSidedStartup => "no startup frame seen from the other end: assumed",
+        Basis::NoStartup => "no startup seen: MPA FPDUs assumed",
+    };
+    let _ = write!(s, ", from TCP offset {} ({basis}", f.start);
+    if f.crc_overridden {
+        s.push_str(", --no-crc-check");
+    }
+    if let Some(m) = f.markers_overridden {
+        let _ = write!(s, ", --markers {}", onoff(m));
+    }
+    s.push(')');
+    (proto, s)
+}
+
+fn startup_line(f: &StartupFrameInfo) -> String {
+    let kind = match f.kind {
+        StartupKind::Request => Some(FrameKind::Request),
+        StartupKind::Reply => Some(FrameKind::Reply),
+        StartupKind::Unknown => None,
+    };
+    match (kind, Revision::from_wire(f.revision), &f.error) {
+        (Some(kind), Some(revision), None) => StartupFrameRepr {
+            kind,
+            markers: f.markers,
+            crc: f.crc,
+            rejected: f.rejected,
+            revision,
+            enhanced: f.enhanced,
+            private_data: &f.private_data,
+        }
+        .to_string(),
+        // An invalid frame: its header fields as they came.
+        _ => {
             let mut s = format!(
-                "Adaption Indication phase {}, {} mode, HC {} PC {}, VTag {:#06x}",
-                f.phase,
-                if f.rdma { "RDMA" } else { "DDP" },
-                u8::from(f.header_crc),
-                u8::from(f.payload_crc),
-                f.vtag
+                "{} rev {}, M {} C {}",
+                match f.kind {
+                    StartupKind::Request => "Request",
+                    StartupKind::Reply => "Reply",
+                    StartupKind::Unknown => "frame",
+                },
+                f.revision,
+                u8::from(f.markers),
+                u8::from(f.crc)
             );
-            if let Some(m) = f.receive_markers {
-                let _ = write!(s, ", markers every {m} wanted");
+            if let Some(e) = &f.error {
+                let _ = write!(s, " !! {e}");
             }
             s
         }
+    }
+}
+
+fn indication_line(i: &IndicationInfo) -> String {
+    match (&i.fields, &i.error) {
+        (Some(ind), _) => ind.to_string(),
         (None, Some(e)) => format!("Adaption Indication !! {e}"),
         (None, None) => "Adaption Indication".into(),
     }
 }
 
-fn crc_word(c: &CrcInfo) -> &'static str {
-    match c.status {
+fn crc_word(c: CrcStatus) -> &'static str {
+    match c {
         CrcStatus::Ok => "crc ok",
         CrcStatus::Bad => "CRC BAD",
         CrcStatus::Off => "crc off",
@@ -240,108 +358,40 @@ fn crc_word(c: &CrcInfo) -> &'static str {
 
 fn pdu_line(p: &PduInfo) -> (&'static str, String) {
     let mut s = String::new();
-    let proto = match (&p.rdmap, &p.ddp) {
-        (Some(r), Some(d)) => {
-            rdmap_summary(&mut s, r, d, p.payload_len);
+    let proto = match (&p.segment, p.rdma) {
+        (Some(seg), true) => {
+            let _ = write!(s, "{seg}");
             "RDMAP"
         }
-        (None, Some(d)) => {
-            ddp_summary(&mut s, d);
-            let _ = write!(s, " len {}", p.payload_len);
+        (Some(seg), false) => {
+            let _ = write!(s, "{} len {}", seg.header, p.payload_len);
             "DDP"
         }
-        _ => {
+        (None, _) => {
             let _ = write!(s, "ULPDU of {} octets", p.ulpdu_len);
-            if p.framing == "ift" {
-                "IFT"
-            } else {
-                "MPA"
+            match p.framing {
+                FramingKind::Ift => "IFT",
+                FramingKind::Mpa => "MPA",
             }
         }
     };
-    let _ = write!(s, ", {}", crc_word(&p.crc));
-    if let Some(h) = &p.header_crc {
-        if h.status == CrcStatus::Bad {
-            s.push_str(", header CRC BAD");
-        }
+    let _ = write!(s, ", {}", crc_word(p.crc.status));
+    if p.header_crc.is_some_and(|h| h.status == CrcStatus::Bad) {
+        s.push_str(", header CRC BAD");
     }
     if !p.errors.is_empty() {
-        let _ = write!(s, " !! {}", p.errors.join("; "));
+        let errors: Vec<String> = p.errors.iter().map(ToString::to_string).collect();
+        let _ = write!(s, " !! {}", errors.join("; "));
     }
     (proto, s)
 }
 
-fn ddp_summary(s: &mut String, d: &DdpInfo) {
-    match d {
-        DdpInfo::Tagged { last, stag, to, .. } => {
-            let _ = write!(s, "STag {stag} TO {to}{}", if *last { " last" } else { "" });
-        }
-        DdpInfo::Untagged {
-            last, qn, msn, mo, ..
-        } => {
-            let _ = write!(
-                s,
-                "QN {qn} MSN {msn} MO {mo}{}",
-                if *last { " last" } else { "" }
-            );
-        }
-    }
-}
-
-fn read_request_summary(r: &ReadRequestInfo) -> String {
-    format!(
-        "{} octets from STag {} TO {} into STag {} TO {}",
-        r.size, r.source_stag, r.source_to, r.sink_stag, r.sink_to
-    )
-}
-
-fn terminate_summary(t: &TerminateInfo) -> String {
-    let mut s = format!(
-        "{} [layer {} type {} code {:#04x}]",
-        t.error, t.layer, t.etype, t.code
-    );
-    if let Some(d) = &t.ddp_copy {
-        let _ = write!(s, "; offending {} (", d.rdmap);
-        ddp_summary(&mut s, &d.ddp);
-        if let Some(len) = d.segment_length {
-            let _ = write!(s, ", ULPDU length {len}");
-        }
-        s.push(')');
-    }
-    if let Some(r) = &t.rdmap_copy {
-        let _ = write!(s, "; offending Read Request: {}", read_request_summary(r));
-    }
-    s
-}
-
-fn rdmap_summary(s: &mut String, r: &RdmapInfo, d: &DdpInfo, payload_len: usize) {
-    s.push_str(r.name);
-    if let Some(inv) = &r.invalidate_stag {
-        let _ = write!(s, " (invalidate {inv})");
-    }
-    s.push(' ');
-    if let Some(rr) = &r.read_request {
-        if let DdpInfo::Untagged { msn, .. } = d {
-            let _ = write!(s, "MSN {msn}: ");
-        }
-        s.push_str(&read_request_summary(rr));
-        return;
-    }
-    if let Some(t) = &r.terminate {
-        s.push_str(&terminate_summary(t));
-        return;
-    }
-    ddp_summary(s, d);
-    let _ = write!(s, " len {payload_len}");
-}
-
-/// Printable ASCII of at most `max` octets of `hex`, others as dots.
-fn printable(hex: &str, max: usize) -> String {
-    let octets = (0..hex.len() / 2)
-        .take(max)
-        .filter_map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok());
+/// Printable ASCII of at most `max` octets, others as dots.
+fn printable(octets: &[u8], max: usize) -> String {
     let mut s: String = octets
-        .map(|b| {
+        .iter()
+        .take(max)
+        .map(|&b| {
             if b.is_ascii_graphic() || b == b' ' {
                 char::from(b)
             } else {
@@ -349,7 +399,7 @@ fn printable(hex: &str, max: usize) -> String {
             }
         })
         .collect();
-    if hex.len() / 2 > max {
+    if octets.len() > max {
         s.push('…');
     }
     s
@@ -362,7 +412,7 @@ pub fn tree(event: &Event) -> Vec<String> {
         Event::MpaStartup(f) => {
             t.push(format!(
                 "key \"MPA ID {} Frame\", flags {:#04x} (M {} C {} R {} enhanced {}), Rev {}, PD_Length {}, at TCP offset {}",
-                if f.kind == "reply" { "Rep" } else { "Req" },
+                if f.kind == StartupKind::Reply { "Rep" } else { "Req" },
                 f.flags,
                 u8::from(f.markers),
                 u8::from(f.crc),
@@ -378,37 +428,23 @@ pub fn tree(event: &Event) -> Vec<String> {
                     e.ird,
                     e.ord,
                     onoff(e.peer_to_peer),
-                    onoff(e.rtr_write),
-                    onoff(e.rtr_read),
-                    onoff(e.rtr_send)
+                    onoff(e.rtr.write),
+                    onoff(e.rtr.read),
+                    onoff(e.rtr.send)
                 ));
             }
             if !f.private_data.is_empty() {
                 t.push(format!(
                     "private data ({} octets): {} \"{}\"",
-                    f.private_data.len() / 2,
-                    f.private_data,
+                    f.private_data.len(),
+                    hex(&f.private_data),
                     printable(&f.private_data, 64)
                 ));
             }
         }
         Event::IftIndication(i) => {
-            if let Some(f) = &i.fields {
-                t.push(format!(
-                    "version {}, phase {}, R {} HC {} PC {} IH {} IP {} SP {} SM {} RM {}, VTag {:#06x}, at TCP offset {}",
-                    f.version,
-                    f.phase,
-                    u8::from(f.rdma),
-                    u8::from(f.header_crc),
-                    u8::from(f.payload_crc),
-                    u8::from(f.ignore_header_crc),
-                    u8::from(f.ignore_payload_crc),
-                    u8::from(f.speculative_placement),
-                    u8::from(f.send_markers),
-                    f.receive_markers.map_or("0".to_string(), |m| format!("1 (every {m})")),
-                    f.vtag,
-                    i.offset
-                ));
+            if let Some(ind) = &i.fields {
+                t.push(format!("{}, at TCP offset {}", ind.tree(), i.offset));
             }
         }
         Event::Pdu(p) => pdu_tree(&mut t, p),
@@ -417,43 +453,42 @@ pub fn tree(event: &Event) -> Vec<String> {
     t
 }
 
-fn crc_detail(c: &CrcInfo) -> String {
-    let mut s = match c.status {
+fn crc_detail(status: CrcStatus, received: Option<u32>, computed: Option<u32>) -> String {
+    let mut s = match status {
         CrcStatus::Ok => "ok",
         CrcStatus::Bad => "BAD",
         CrcStatus::Off => "not in use",
         CrcStatus::Unchecked => "not checked",
     }
     .to_string();
-    if let Some(r) = &c.received {
-        let _ = write!(s, ", field {r}");
+    if let Some(r) = received {
+        let _ = write!(s, ", field {r:#010x}");
     }
-    if let Some(x) = &c.computed {
-        let _ = write!(s, ", computed {x}");
+    if let Some(x) = computed {
+        let _ = write!(s, ", computed {x:#010x}");
     }
     s
 }
 
 fn pdu_tree(t: &mut Vec<String>, p: &PduInfo) {
-    if p.framing == "ift" {
-        t.push(format!(
-            "IFT: frame at stream offset {}, {} octets on the wire, VTag {}, DDP header + payload {} octets; header CRC {}, payload CRC {}",
+    let crc = crc_detail(p.crc.status, p.crc.received, p.crc.computed);
+    match p.framing {
+        FramingKind::Ift => t.push(format!(
+            "IFT: frame at stream offset {}, {} octets on the wire, VTag {}, DDP header + payload {} octets; header CRC {}, payload CRC {crc}",
             p.offset,
             p.wire_len,
             p.vtag.map_or("-".to_string(), |v| format!("{v:#06x}")),
             p.ulpdu_len,
-            p.header_crc.as_ref().map_or("-".to_string(), crc_detail),
-            crc_detail(&p.crc)
-        ));
-    } else {
-        t.push(format!(
-            "MPA: FPDU at stream offset {}, {} octets on the wire, ULPDU_Length {}, pad {}, CRC {}",
+            p.header_crc
+                .map_or("-".to_string(), |h| crc_detail(h.status, h.received, h.computed)),
+        )),
+        FramingKind::Mpa => t.push(format!(
+            "MPA: FPDU at stream offset {}, {} octets on the wire, ULPDU_Length {}, pad {}, CRC {crc}",
             p.offset,
             p.wire_len,
             p.ulpdu_len,
             iwarp_proto::mpa::fpdu::pad_len(p.ulpdu_len),
-            crc_detail(&p.crc)
-        ));
+        )),
     }
     if !p.markers.is_empty() {
         let list: Vec<String> = p
@@ -463,72 +498,22 @@ fn pdu_tree(t: &mut Vec<String>, p: &PduInfo) {
             .collect();
         t.push(format!("markers: {}", list.join(", ")));
     }
-    match &p.ddp {
-        Some(DdpInfo::Tagged { last, dv, stag, to }) => t.push(format!(
-            "DDP: tagged, L {}, DV {dv}, STag {stag}, TO {to}, {} payload octets",
-            u8::from(*last),
-            p.payload_len
-        )),
-        Some(DdpInfo::Untagged {
-            last,
-            dv,
-            qn,
-            msn,
-            mo,
-        }) => t.push(format!(
-            "DDP: untagged, L {}, DV {dv}, QN {qn}, MSN {msn}, MO {mo}, {} payload octets",
-            u8::from(*last),
-            p.payload_len
-        )),
-        None => {}
-    }
-    if let Some(r) = &p.rdmap {
-        let mut s = format!("RDMAP: RV {}, opcode {} ({})", r.rv, r.opcode, r.name);
-        if r.solicited {
-            s.push_str(", solicited event");
-        }
-        if let Some(inv) = &r.invalidate_stag {
-            let _ = write!(s, ", invalidate STag {inv}");
-        }
-        t.push(s);
-        if let Some(rr) = &r.read_request {
-            t.push(format!(
-                "Read Request: sink STag {} TO {}, size {}, source STag {} TO {}",
-                rr.sink_stag, rr.sink_to, rr.size, rr.source_stag, rr.source_to
-            ));
-        }
-        if let Some(term) = &r.terminate {
-            t.push(format!(
-                "Terminate: layer {} ({}), type {}, code {:#04x}: {}",
-                term.layer, term.layer_name, term.etype, term.code, term.error
-            ));
-            if let Some(d) = &term.ddp_copy {
-                let mut s = format!("  DDP copy: {} ", d.rdmap);
-                ddp_summary(&mut s, &d.ddp);
-                if let Some(len) = d.segment_length {
-                    let _ = write!(s, ", segment length {len}");
-                }
-                let _ = write!(s, " [{}]", d.header);
-                t.push(s);
-            }
-            if let Some(rr) = &term.rdmap_copy {
-                t.push(format!(
-                    "  RDMAP copy: Read Request {}",
-                    read_request_summary(rr)
-                ));
-            }
-        }
+    match (&p.segment, p.rdma) {
+        (Some(seg), true) => t.extend(seg.tree().to_string().lines().map(String::from)),
+        (Some(seg), false) => t.push(seg.header.tree(seg.dv, seg.payload_len).to_string()),
+        (None, _) => {}
     }
     if p.payload_len > 0 {
+        let preview = p.payload.as_bytes();
         t.push(format!(
             "payload: {}{} \"{}\"",
-            p.payload,
-            if p.payload_len * 2 > p.payload.len() {
+            hex(preview),
+            if p.payload_len > preview.len() {
                 "…"
             } else {
                 ""
             },
-            printable(&p.payload, 64)
+            printable(preview, 64)
         ));
     }
     for e in &p.errors {
@@ -541,8 +526,113 @@ fn plural(n: u64, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
+/// Octets per second in a readable unit.
+fn rate(octets_per_sec: f64) -> String {
+    if octets_per_sec >= 1e9 {
+        format!("{:.2} GB/s", octets_per_sec / 1e9)
+    } else if octets_per_sec >= 1e6 {
+        format!("{:.2} MB/s", octets_per_sec / 1e6)
+    } else {
+        format!("{:.1} kB/s", octets_per_sec / 1e3)
+    }
+}
+
+/// A connection's operations, as summary lines.
+fn operations_text(o: &mut String, ops: &OperationSummary) {
+    let names = ["Send", "RDMA Write", "RDMA Read"];
+    let classes: Vec<String> = names
+        .iter()
+        .zip(&ops.classes)
+        .filter(|(_, c)| c.count > 0 || c.incomplete > 0)
+        .map(|(name, c)| {
+            let mut s = format!("{name} {} ({})", c.count, plural(c.octets, "octet"));
+            if c.incomplete > 0 {
+                let _ = write!(s, ", {} incomplete", c.incomplete);
+            }
+            s
+        })
+        .collect();
+    if classes.is_empty() {
+        let _ = writeln!(o, "      operations: none");
+        return;
+    }
+    let _ = write!(o, "      operations: {}", classes.join(", "));
+    if ops.span > 0.0 {
+        let _ = write!(
+            o,
+            "; {} over {}",
+            rate(ops.mean_throughput()),
+            duration(ops.span)
+        );
+    }
+    let _ = writeln!(o);
+    if ops.throughput.len() > 1 {
+        let series: Vec<String> = ops
+            .throughput
+            .iter()
+            .map(|&b| format!("{:.1}", b as f64 / ops.interval / 1e6))
+            .collect();
+        let _ = writeln!(
+            o,
+            "      throughput per {} (MB/s): {}",
+            duration(ops.interval),
+            series.join(" ")
+        );
+    }
+    if let Some(l) = &ops.read_latency {
+        let _ = writeln!(
+            o,
+            "      Read latency ({}): min {}, p50 {}, p90 {}, p99 {}, max {}",
+            plural(l.count, "Read"),
+            duration(l.min),
+            duration(l.p50),
+            duration(l.p90),
+            duration(l.p99),
+            duration(l.max)
+        );
+    }
+}
+
+fn connection_text(o: &mut String, c: &ConnectionSummary) {
+    let _ = writeln!(
+        o,
+        "  #{} {} <-> {}: {}",
+        c.id, c.client, c.server, c.framing
+    );
+    for d in &c.directions {
+        let (Some(src), Some(dst)) = (d.src, d.dst) else {
+            continue;
+        };
+        let mut extra = String::new();
+        if d.tcp.retransmitted > 0 {
+            let _ = write!(extra, ", {} retransmitted", d.tcp.retransmitted);
+        }
+        if d.tcp.out_of_order > 0 {
+            let _ = write!(extra, ", {} out of order", d.tcp.out_of_order);
+        }
+        if d.tcp.gaps > 0 {
+            let _ = write!(
+                extra,
+                ", {} octets missing in {}",
+                d.tcp.missing,
+                plural(d.tcp.gaps, "gap")
+            );
+        }
+        let _ = writeln!(
+            o,
+            "      {src} > {dst}: {} in {}{extra}; {}, {}, {}",
+            plural(d.tcp.octets, "octet"),
+            plural(d.tcp.segments, "segment"),
+            plural(d.startup, "startup frame"),
+            plural(d.pdus, "PDU"),
+            plural(d.errors, "error"),
+        );
+    }
+    operations_text(o, &c.operations);
+}
+
 /// The summary as text.
-pub fn summary_text(s: &Summary) -> String {
+pub fn summary_text(s: &Summary, unread: Option<&str>) -> String {
     let mut o = String::new();
     let _ = writeln!(o);
     let _ = writeln!(
@@ -554,9 +644,8 @@ pub fn summary_text(s: &Summary) -> String {
         if s.connections.len() == 1 { "" } else { "s" },
         if s.not_decoded > 0 {
             format!(
-                "; {} TCP connection{} without an MPA/IFT startup not decoded (name its port with --port to decode it)",
-                s.not_decoded,
-                if s.not_decoded == 1 { "" } else { "s" }
+                "; {} without an MPA/IFT startup not decoded (name its port with --port to decode it)",
+                plural(s.not_decoded, "TCP connection")
             )
         } else {
             String::new()
@@ -567,41 +656,7 @@ pub fn summary_text(s: &Summary) -> String {
         let _ = writeln!(o, "  frames skipped: {}", list.join(", "));
     }
     for c in &s.connections {
-        let _ = writeln!(
-            o,
-            "  #{} {} <-> {}: {}",
-            c.id, c.client, c.server, c.framing
-        );
-        for d in &c.directions {
-            let (Some(src), Some(dst)) = (d.src, d.dst) else {
-                continue;
-            };
-            let mut extra = String::new();
-            if d.tcp.retransmitted > 0 {
-                let _ = write!(extra, ", {} retransmitted", d.tcp.retransmitted);
-            }
-            if d.tcp.out_of_order > 0 {
-                let _ = write!(extra, ", {} out of order", d.tcp.out_of_order);
-            }
-            if d.tcp.gaps > 0 {
-                let _ = write!(
-                    extra,
-                    ", {} octets missing in {} gap{}",
-                    d.tcp.missing,
-                    d.tcp.gaps,
-                    if d.tcp.gaps == 1 { "" } else { "s" }
-                );
-            }
-            let _ = writeln!(
-                o,
-                "      {src} > {dst}: {} in {}{extra}; {}, {}, {}",
-                plural(d.tcp.octets, "octet"),
-                plural(d.tcp.segments, "segment"),
-                plural(d.startup, "startup frame"),
-                plural(d.pdus, "PDU"),
-                plural(d.errors, "error"),
-            );
-        }
+        connection_text(&mut o, c);
     }
     if !s.pdus.is_empty() {
         let list: Vec<String> = s.pdus.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -613,15 +668,16 @@ pub fn summary_text(s: &Summary) -> String {
     } else {
         let _ = writeln!(
             o,
-            "  errors: {} (CRC {}, header {}, framing {}, gaps {})",
+            "  errors: {} (CRC {}, header {}, framing {}, gaps {}, checks {})",
             e.total(),
             e.crc,
             e.header,
             e.framing,
-            e.gaps
+            e.gaps,
+            e.findings
         );
     }
-    if let Some(err) = &s.capture_error {
+    if let Some(err) = unread {
         let _ = writeln!(o, "  capture: {err}");
     }
     o

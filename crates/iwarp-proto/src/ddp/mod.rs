@@ -8,6 +8,7 @@
 
 mod error;
 pub mod header;
+pub mod pretty;
 mod segmenter;
 
 pub use error::{DdpError, TaggedError, UntaggedError};

@@ -57,6 +57,7 @@ pub mod indication;
 pub mod marker;
 pub mod negotiation;
 mod params;
+pub mod pretty;
 
 #[cfg(test)]
 mod frame_tests;

@@ -8,6 +8,7 @@
 
 mod error;
 mod opcode;
+pub mod pretty;
 mod queue_pair;
 mod read_request;
 mod rx;

@@ -76,7 +76,9 @@ mod frame;
 mod immediate;
 mod initiator;
 mod negotiate;
+mod observe;
 mod outcome;
+pub mod pretty;
 mod reader;
 mod responder;
 
@@ -99,6 +101,7 @@ pub use frame::{
 };
 pub use immediate::ImmediateStart;
 pub use initiator::Initiator;
+pub use observe::{observe, Observed};
 pub use outcome::{Established, Event, PeerRejection, PeerRequest};
 pub use responder::Responder;
 

@@ -3,16 +3,13 @@
 //! segments cut and ordered at random), as frames of every link type, and
 //! straight into the MPA and IFT deframers with gaps between the chunks.
 
-use std::io::{self, Cursor};
+use std::io::Cursor;
 use std::time::Duration;
 
 use etherparse::PacketBuilder;
-use iwarp_cli::decode::args::MarkerMode;
-use iwarp_cli::decode::capture::{CaptureReader, Frame, LinkType};
-use iwarp_cli::decode::format::{Json, Text};
-use iwarp_cli::decode::ift::IftDirection;
-use iwarp_cli::decode::mpa::{CrcMode, MpaDirection};
-use iwarp_cli::decode::{decode, Decoder, Options};
+use iwarp_decode::ift::IftDirection;
+use iwarp_decode::mpa::{CrcMode, MpaDirection};
+use iwarp_decode::{CaptureReader, Decoder, Frame, LinkType, MarkerMode, Options};
 use iwarp_proto::ift::{MarkerInterval, RxCrc, RxParams};
 use proptest::prelude::*;
 
@@ -48,15 +45,33 @@ fn options(markers: u8, check_crc: bool, port: bool) -> Options {
     }
 }
 
+/// Decodes a whole capture, rendering every record with `Display` and
+/// `Debug` as a consumer would.
 fn decode_file(bytes: Vec<u8>, opts: Options) {
-    if let Ok(reader) = CaptureReader::new(Box::new(Cursor::new(bytes))) {
-        let mut out = Json::new(io::sink());
-        decode(reader, opts, &mut out).expect("a sink never fails");
+    if let Ok(mut reader) = CaptureReader::new(Box::new(Cursor::new(bytes))) {
+        let mut d = Decoder::new(opts);
+        while let Some(Ok(frame)) = reader.next_frame() {
+            d.frame(&frame).for_each(render);
+        }
+        d.finish().0.into_iter().for_each(render);
     }
 }
 
+fn render(r: iwarp_decode::Record) {
+    let _ = format!("{:?}", r.event);
+    #[cfg(feature = "serde")]
+    let _ = serde_json::to_string(&r);
+}
+
 /// An Ethernet/IPv4/TCP frame.
-fn tcp_frame(number: u64, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Frame {
+fn tcp_frame(
+    number: u64,
+    dir: usize,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Frame<'static> {
     let ip = [[10, 0, 0, 1], [10, 0, 0, 2]];
     let ports = [40000, 4791];
     let other = 1 - dir;
@@ -81,7 +96,7 @@ fn tcp_frame(number: u64, dir: usize, seq: u32, ack: u32, flags: u8, payload: &[
         number,
         timestamp: Duration::from_micros(number * 10),
         link: LinkType::Ethernet,
-        data,
+        data: data.into(),
     }
 }
 
@@ -108,18 +123,17 @@ proptest! {
             LinkType::Ethernet, LinkType::LinuxSll, LinkType::LinuxSll2, LinkType::Raw,
             LinkType::Ipv4, LinkType::Ipv6, LinkType::Null, LinkType::Loop, LinkType::Other(147),
         ];
-        let mut out = Text::new(io::sink(), true);
-        let mut d = Decoder::new(options(0, true, false), &mut out);
+        let mut d = Decoder::new(options(0, true, false));
         for (i, (link, data)) in frames.into_iter().enumerate() {
             let frame = Frame {
                 number: i as u64 + 1,
                 timestamp: Duration::from_secs(i as u64),
                 link: links[usize::from(link)],
-                data,
+                data: data.into(),
             };
-            d.frame(&frame).expect("sink");
+            d.frame(&frame).for_each(render);
         }
-        d.finish(None).expect("sink");
+        d.finish().0.into_iter().for_each(render);
     }
 
     /// Arbitrary payload in both directions, after a valid startup (with
@@ -131,19 +145,15 @@ proptest! {
         stream in proptest::collection::vec(any::<u8>(), 0..3000),
         segments in proptest::collection::vec((any::<bool>(), 0usize..3000, 0usize..700, any::<u8>(), any::<u16>()), 0..40),
         m in any::<u8>(),
-        text in any::<bool>(),
     ) {
-        let mut json = Json::new(io::sink());
-        let mut txt = Text::new(io::sink(), true);
-        let out: &mut dyn iwarp_cli::decode::format::Output = if text { &mut txt } else { &mut json };
-        let mut d = Decoder::new(options(m, m & 1 == 0, true), out);
+        let mut d = Decoder::new(options(m, m & 1 == 0, true));
         let isn = [7u32, u32::MAX - 30];
         let mut n = 0;
-        let mut frame = |d: &mut Decoder<'_>, dir: usize, rel: u32, ack: u32, flags: u8, payload: &[u8]| {
+        let mut frame = |d: &mut Decoder, dir: usize, rel: u32, ack: u32, flags: u8, payload: &[u8]| {
             n += 1;
             let seq = isn[dir].wrapping_add(1).wrapping_add(rel);
             let ack = isn[1 - dir].wrapping_add(1).wrapping_add(ack);
-            d.frame(&tcp_frame(n, dir, seq, ack, flags, payload)).expect("sink");
+            d.frame(&tcp_frame(n, dir, seq, ack, flags, payload)).for_each(render);
         };
         frame(&mut d, 0, u32::MAX, 0, 1, &[]);
         let mut base = [0u32; 2];
@@ -158,7 +168,7 @@ proptest! {
             let end = (at + len).min(stream.len());
             frame(&mut d, dir, base[dir] + at as u32, u32::from(ack), flags & 0x0e | 2, &stream[at..end]);
         }
-        d.finish(None).expect("sink");
+        d.finish().0.into_iter().for_each(render);
     }
 
     /// Arbitrary octets and gaps straight into the deframers.
@@ -227,7 +237,7 @@ proptest! {
         cuts in proptest::collection::vec(1usize..900, 0..30),
         flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..4),
     ) {
-        use iwarp_cli::decode::event::{CrcStatus, Event};
+        use iwarp_decode::event::{CrcStatus, Event};
         use iwarp_proto::framing::{Framer, WireBatch};
         use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 
@@ -265,5 +275,71 @@ proptest! {
             damaged[i] ^= x;
         }
         feed(&damaged);
+    }
+}
+
+/// ULPDUs with a valid DDP control octet (DV 1) and room for their header.
+fn valid_ulpdu() -> impl Strategy<Value = Vec<u8>> {
+    (
+        prop_oneof![Just(0x41u8), Just(0xc1), Just(0x01), Just(0x81)],
+        0x40u8..0x48,
+        proptest::collection::vec(any::<u8>(), 16..400),
+    )
+        .prop_map(|(ddp, rdmap, rest)| {
+            let mut u = vec![ddp, rdmap];
+            u.extend(rest);
+            u
+        })
+}
+
+proptest! {
+    /// A hole anywhere in a stream without markers but with CRC: decoding
+    /// resumes at the first FPDU that starts after the hole, and every
+    /// FPDU from there comes out with its CRC correct.
+    #[test]
+    fn the_crc_hunt_finds_the_first_fpdu_after_a_hole(
+        ulpdus in proptest::collection::vec(valid_ulpdu(), 2..10),
+        hole_at in any::<prop::sample::Index>(),
+        hole_len in 1usize..1500,
+        cuts in proptest::collection::vec(1usize..700, 0..20),
+    ) {
+        use iwarp_decode::event::{CrcStatus, Event};
+        use iwarp_proto::framing::{Framer, WireBatch};
+        use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
+
+        let mut tx = FpduTransmitter::new(FramingParams { crc: true, send_markers: false, receive_markers: false });
+        let mut wire = Vec::new();
+        let mut starts = Vec::new();
+        for u in &ulpdus {
+            starts.push(wire.len() as u64);
+            let mut batch = WireBatch::new();
+            tx.frame(&[], &[u], &mut batch).expect("frame");
+            batch.write_to(&[u], &mut wire);
+        }
+        let hole = hole_at.index(wire.len());
+        let resume = (hole + hole_len).min(wire.len());
+        let mut d = MpaDirection::new(false, CrcMode::On);
+        let mut events = Vec::new();
+        let feed = |d: &mut MpaDirection, part: &[u8], events: &mut Vec<Event>| {
+            let mut at = 0usize;
+            for cut in cuts.iter().chain(std::iter::once(&usize::MAX)) {
+                let end = at.saturating_add(*cut).min(part.len());
+                d.push(&part[at..end], events);
+                at = end;
+            }
+        };
+        feed(&mut d, &wire[..hole], &mut events);
+        d.gap(hole as u64, (resume - hole) as u64, &mut events);
+        let before = events.len();
+        feed(&mut d, &wire[resume..], &mut events);
+        d.finish(&mut events);
+        let after = &events[before..];
+        let expected = starts.iter().copied().find(|&s| s >= resume as u64);
+        let resync = after.iter().find_map(|e| match e { Event::Resync(r) => Some(r.offset), _ => None });
+        prop_assert_eq!(resync, expected, "hole {}..{} starts {:?} events {:?}", hole, resume, starts, after.iter().map(|e| format!("{e:?}").chars().take(160).collect::<String>()).collect::<Vec<_>>());
+        let pdus: Vec<_> = after.iter().filter_map(|e| match e { Event::Pdu(p) => Some(p), _ => None }).collect();
+        let want = starts.iter().filter(|&&s| s >= resume as u64).count();
+        prop_assert_eq!(pdus.len(), want);
+        prop_assert!(pdus.iter().all(|p| p.crc.status == CrcStatus::Ok));
     }
 }

@@ -10,13 +10,15 @@
 //! boundary, so no resynchronisation is attempted.
 
 use iwarp_proto::ddp::header::header_len;
-use iwarp_proto::framing::{Deframer, FramingEvent, Next, MARKER_LEN};
+use iwarp_proto::framing::{Deframer, FramingEvent, Next};
 use iwarp_proto::ift::{marker, IftReceiver, IftRxError, RxCrc, RxParams};
 
-use super::event::{
-    crc_value, CrcInfo, CrcStatus, Event, GapInfo, Level, MarkerInfo, NoteInfo, PduInfo,
+use crate::event::{
+    CrcInfo, CrcStatus, CrcUse, Event, FramingKind, GapAction, GapInfo, MarkerInfo, PduError,
+    PduInfo,
 };
-use super::ulpdu::{interpret, HEAD};
+use crate::note::Note;
+use crate::ulpdu::{interpret, HEAD};
 
 /// Deframes and reports one direction's IFT frames.
 #[derive(Debug, Clone)]
@@ -36,12 +38,12 @@ pub struct IftDirection {
     head: Vec<u8>,
 }
 
-/// The word for how a CRC field is handled.
-pub fn crc_word(crc: RxCrc) -> &'static str {
+/// How a CRC field is handled.
+pub fn crc_use(crc: RxCrc) -> CrcUse {
     match crc {
-        RxCrc::Absent => "off",
-        RxCrc::Ignored => "unchecked",
-        RxCrc::Checked => "on",
+        RxCrc::Absent => CrcUse::Off,
+        RxCrc::Ignored => CrcUse::Unchecked,
+        RxCrc::Checked => CrcUse::On,
     }
 }
 
@@ -88,28 +90,19 @@ impl IftDirection {
         events.push(Event::Gap(GapInfo {
             offset: tcp_offset,
             octets: missing,
-            action: "stop",
+            action: GapAction::Stop,
         }));
-        events.push(Event::Note(NoteInfo {
-            level: Level::Error,
-            message: format!(
-                "{missing} octets missing from the capture: IFT framing cannot be \
-                 followed past them, decoding of this direction stops"
-            ),
-        }));
+        events.push(Event::Note(Note::IftGap(missing)));
         self.stopped = true;
     }
 
     /// The end of the capture.
     pub fn finish(&mut self, events: &mut Vec<Event>) {
         if !self.stopped && (self.fed < self.buf.len() || !self.rx.at_boundary()) {
-            events.push(Event::Note(NoteInfo {
-                level: Level::Warning,
-                message: format!(
-                    "the capture ends inside the frame at stream offset {} ({} octets of it captured)",
-                    self.buf_offset,
-                    self.buf.len()
-                ),
+            events.push(Event::Note(Note::EndsInside {
+                framing: "frame",
+                start: self.buf_offset,
+                captured: self.buf.len(),
             }));
         }
         self.stopped = true;
@@ -162,12 +155,8 @@ impl IftDirection {
                                 self.head.extend_from_slice(self.rx.header());
                             }
                             Some(FramingEvent::End) => self.report(
-                                CrcInfo {
-                                    status: status(self.params.payload_crc),
-                                    received: None,
-                                    computed: None,
-                                },
-                                Vec::new(),
+                                CrcInfo::status(status(self.params.payload_crc)),
+                                None,
                                 events,
                             ),
                             None => {}
@@ -192,12 +181,10 @@ impl IftDirection {
                 self.report(
                     CrcInfo {
                         status: CrcStatus::Bad,
-                        received: Some(crc_value(received)),
-                        computed: Some(crc_value(computed)),
+                        received: Some(received),
+                        computed: Some(computed),
                     },
-                    vec![format!(
-                        "payload CRC error: computed {computed:#010x}, received {received:#010x}"
-                    )],
+                    Some(PduError::PayloadCrc { computed, received }),
                     events,
                 );
                 // The verified header gave the length: go on after it.
@@ -208,67 +195,55 @@ impl IftDirection {
                 self.fed = 0;
             }
             other => {
-                events.push(Event::Note(NoteInfo {
-                    level: Level::Error,
-                    message: format!("{other}: framing lost, decoding of this direction stops"),
-                }));
+                events.push(Event::Note(Note::IftFramingLost(other)));
                 self.stopped = true;
             }
         }
     }
 
     /// Reports the frame that occupies `buf[..fed]`.
-    fn report(&mut self, crc: CrcInfo, mut errors: Vec<String>, events: &mut Vec<Event>) {
+    fn report(&mut self, crc: CrcInfo, error: Option<PduError>, events: &mut Vec<Event>) {
         let raw = &self.buf[..self.fed];
-        let mut markers = Vec::new();
-        if let Some(interval) = self.params.markers {
-            let start = self.buf_offset;
-            let mut at = interval.next_marker_at(start);
-            while at + MARKER_LEN as u64 <= start + raw.len() as u64 {
-                let i = (at - start) as usize;
-                if let Some(&[a, b, c, d]) = raw.get(i..i + MARKER_LEN) {
-                    markers.push(MarkerInfo {
-                        offset: at,
-                        pointer: marker::decode([a, b, c, d]),
-                    });
-                }
-                at += u64::from(interval.get());
-            }
-        }
+        let markers = match self.params.markers {
+            Some(interval) => MarkerInfo::list(
+                raw,
+                self.buf_offset,
+                interval.next_marker_at(self.buf_offset),
+                u64::from(interval.get()),
+                marker::decode,
+            ),
+            None => Vec::new(),
+        };
         let ulpdu_len = self.header_len + self.payload_len;
-        let interpreted = interpret(&self.head, ulpdu_len, self.rdma);
+        let mut errors: Vec<PduError> = error.into_iter().collect();
+        let interpreted = interpret(&self.head, ulpdu_len, self.rdma, &mut errors);
         // The frame's header_size delimits the DDP header; it must be the
         // length the header's own T flag gives (draft-williams-iwarp-ift-01
         // §5.1: header_size covers the DDP header).
         if let Some(&control) = self.head.first() {
             let ddp_len = header_len(control);
             if self.header_len != ddp_len {
-                errors.push(format!(
-                    "header_size {} but the DDP header is {ddp_len} octets",
-                    self.header_len
-                ));
+                errors.push(PduError::HeaderSize {
+                    header_size: self.header_len,
+                    ddp: ddp_len,
+                });
             }
         }
-        errors.extend(interpreted.errors);
-        events.push(Event::Pdu(Box::new(PduInfo {
-            framing: "ift",
+        events.push(Event::Pdu(PduInfo {
+            framing: FramingKind::Ift,
             offset: self.buf_offset,
             wire_len: raw.len() as u64,
             ulpdu_len,
             crc,
-            header_crc: Some(CrcInfo {
-                status: status(self.params.header_crc),
-                received: None,
-                computed: None,
-            }),
+            header_crc: Some(CrcInfo::status(status(self.params.header_crc))),
             vtag: Some(self.params.vtag),
             markers,
-            ddp: interpreted.ddp,
-            rdmap: interpreted.rdmap,
+            segment: interpreted.segment,
+            rdma: self.rdma,
             payload_len: interpreted.payload_len,
             payload: interpreted.payload,
             errors,
-        })));
+        }));
         self.head.clear();
     }
 }

@@ -13,7 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 
-use super::capture::LinkType;
+use crate::capture::LinkType;
 
 /// The fields of a TCP segment the decoder needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,16 +39,23 @@ pub struct TcpSegment<'a> {
 }
 
 /// Why a frame yields no TCP segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, thiserror::Error)]
 pub enum Skip {
     /// A link type this decoder does not read.
+    #[error("of an unsupported link type")]
     UnsupportedLink,
     /// Not IPv4 or IPv6, or an IP header that could not be read.
+    #[error("not IP")]
     NotIp,
     /// IP, but not TCP (or a TCP header cut short).
+    #[error("not TCP")]
     NotTcp,
     /// An IP fragment.
+    #[error("IP fragments")]
     Fragment,
+    /// TCP, on ports the options did not name.
+    #[error("on other ports")]
+    OtherPorts,
 }
 
 /// Reads the TCP segment in a frame of link type `link`.

@@ -2,20 +2,18 @@
 //! Indications, recognised, described, and settled into framing.
 //!
 //! Frames are parsed by `iwarp-proto` ([`StartupFrameRepr::parse_bytes`],
-//! [`StartupFrame`], [`Indication::parse`]); an IFT pair is settled by the
-//! stack's own [`settle`], so the framing the decoder follows is the one the
-//! stack would have agreed to. What MPA settles is one rule (RFC 5044
-//! §7.1.1): CRC if either frame sets C; markers in a direction if its
-//! receiver's frame sets M.
+//! [`StartupFrame`], [`Indication::parse`]) and settled by the stack's own
+//! rules: an MPA pair by [`observe`], an IFT pair by [`settle`], so the
+//! framing the decoder follows is the one the stack would have agreed to.
 
 use iwarp_proto::ift::indication::{check_magic, INDICATION_LEN};
-use iwarp_proto::ift::{settle, CrcDemand, IftConfig, Indication, Phase, RxCrc, RxParams};
+use iwarp_proto::ift::{settle, CrcDemand, IftConfig, Indication, RxCrc, RxParams};
 use iwarp_proto::mpa::startup::{
-    EnhancedData, FrameError, FrameKind, StartupFrame, StartupFrameRepr, HEADER_LEN, KEY_LEN,
-    REPLY_KEY, REQUEST_KEY,
+    observe, EnhancedData, FrameError, FrameKind, Observed, Revision, StartupFrame,
+    StartupFrameRepr, HEADER_LEN, KEY_LEN, REPLY_KEY, REQUEST_KEY,
 };
 
-use super::event::{hex, EnhancedInfo, IndicationFields, IndicationInfo, StartupFrameInfo};
+use crate::event::{IndicationInfo, StartupFrameInfo, StartupKind};
 
 /// What the first octets of a direction are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +61,7 @@ pub struct MpaFrame {
     /// R (Reply).
     pub rejected: bool,
     /// Rev.
-    pub revision: u8,
+    pub revision: Revision,
     /// IRD/ORD, revision 2 enhanced.
     pub enhanced: Option<EnhancedData>,
 }
@@ -93,7 +91,7 @@ pub fn mpa_frame(bytes: &[u8], offset: u64) -> Option<(StartupFrameInfo, usize, 
                 markers: repr.markers,
                 crc: repr.crc,
                 rejected: repr.rejected,
-                revision: repr.revision.wire(),
+                revision: repr.revision,
                 enhanced: repr.enhanced,
             };
             Some((info, len, Some(frame)))
@@ -110,8 +108,8 @@ pub fn mpa_frame(bytes: &[u8], offset: u64) -> Option<(StartupFrameInfo, usize, 
             let mut full = head.to_vec();
             full.extend_from_slice(body);
             let view = StartupFrame::new_checked(padded(&full, pd_length)).ok()?;
-            let mut info = frame_info(&view, offset, None, Some(e.to_string()));
-            info.private_data = hex(body);
+            let mut info = frame_info(&view, offset, None, Some(e));
+            info.private_data = body.to_vec();
             Some((info, full.len(), None))
         }
     }
@@ -129,22 +127,15 @@ fn frame_info<T: AsRef<[u8]>>(
     view: &StartupFrame<T>,
     offset: u64,
     repr: Option<&StartupFrameRepr<'_>>,
-    error: Option<String>,
+    error: Option<FrameError>,
 ) -> StartupFrameInfo {
-    let enhanced = repr.and_then(|r| r.enhanced).map(|e| EnhancedInfo {
-        ird: e.ird,
-        ord: e.ord,
-        peer_to_peer: e.peer_to_peer,
-        rtr_write: e.rtr.write,
-        rtr_read: e.rtr.read,
-        rtr_send: e.rtr.send,
-    });
+    let enhanced = repr.and_then(|r| r.enhanced);
     StartupFrameInfo {
         offset,
         kind: match view.kind() {
-            Some(FrameKind::Request) => "request",
-            Some(FrameKind::Reply) => "reply",
-            None => "unknown",
+            Some(FrameKind::Request) => StartupKind::Request,
+            Some(FrameKind::Reply) => StartupKind::Reply,
+            None => StartupKind::Unknown,
         },
         flags: view.flags(),
         markers: view.markers(),
@@ -154,7 +145,8 @@ fn frame_info<T: AsRef<[u8]>>(
         revision: view.revision(),
         pd_length: view.pd_length(),
         enhanced,
-        private_data: repr.map_or_else(|| hex(view.private_data()), |r| hex(r.private_data)),
+        private_data: repr
+            .map_or_else(|| view.private_data().to_vec(), |r| r.private_data.to_vec()),
         error,
     }
 }
@@ -167,22 +159,7 @@ pub fn indication(bytes: &[u8], offset: u64) -> Option<(IndicationInfo, Option<I
         Ok(ind) => (
             IndicationInfo {
                 offset,
-                fields: Some(IndicationFields {
-                    phase: match ind.phase {
-                        Phase::Zero => 0,
-                        Phase::One => 1,
-                    },
-                    version: ind.version,
-                    rdma: ind.rdma,
-                    header_crc: ind.header_crc,
-                    payload_crc: ind.payload_crc,
-                    ignore_header_crc: ind.ignore_header_crc,
-                    ignore_payload_crc: ind.ignore_payload_crc,
-                    speculative_placement: ind.speculative_placement,
-                    send_markers: ind.send_markers,
-                    receive_markers: ind.receive_markers.map(|m| m.get()),
-                    vtag: ind.vtag,
-                }),
+                fields: Some(ind),
                 error: None,
             },
             Some(ind),
@@ -191,18 +168,33 @@ pub fn indication(bytes: &[u8], offset: u64) -> Option<(IndicationInfo, Option<I
             IndicationInfo {
                 offset,
                 fields: None,
-                error: Some(e.to_string()),
+                error: Some(e),
             },
             None,
         ),
     })
 }
 
-/// What MPA's startup settles for the direction whose *receiver* sent
-/// `receiver`'s frame: (CRC, markers). RFC 5044 §7.1.1: C in either frame
-/// turns CRC on both ways; M asks for markers in what its sender receives.
-pub fn mpa_settle(sender: &MpaFrame, receiver: &MpaFrame) -> (bool, bool) {
-    (sender.crc || receiver.crc, receiver.markers)
+impl MpaFrame {
+    /// The frame as the protocol crate's repr (without its private data,
+    /// which settles nothing).
+    fn repr(&self) -> StartupFrameRepr<'static> {
+        StartupFrameRepr {
+            kind: self.kind,
+            markers: self.markers,
+            crc: self.crc,
+            rejected: self.rejected,
+            revision: self.revision,
+            enhanced: self.enhanced,
+            private_data: &[],
+        }
+    }
+}
+
+/// What a Request and its Reply settle, by the stack's own rules
+/// ([`observe`]).
+pub fn mpa_settle(request: &MpaFrame, reply: &MpaFrame) -> Observed {
+    observe(&request.repr(), &reply.repr())
 }
 
 /// The receive parameters for frames that `sender`'s end sends and
@@ -212,7 +204,7 @@ pub fn ift_settle(
     sender: &Indication,
     receiver: &Indication,
     check_crc: bool,
-) -> Result<RxParams, String> {
+) -> Result<RxParams, iwarp_proto::ift::NegotiationError> {
     // The receiving end's configuration, as its indication states it,
     // accepting whatever the sender chose (the decoder judges nothing).
     let mut config = IftConfig::new(receiver.vtag);
@@ -226,7 +218,7 @@ pub fn ift_settle(
     config.permit_speculative_placement = receiver.speculative_placement;
     config.send_markers = receiver.send_markers;
     config.receive_markers = receiver.receive_markers;
-    let mut rx = settle(&config, sender).map_err(|e| e.to_string())?.rx;
+    let mut rx = settle(&config, sender)?.rx;
     // The decoder checks every CRC that is on the wire, unless told not to,
     // even one the receiver said it ignores: a wrong one is still news.
     let checked = |crc: RxCrc| match crc {
@@ -268,7 +260,7 @@ mod tests {
         f.extend_from_slice(&[0x40, 0x01, 0x02, 0x58, 0xaa, 0xbb]);
         let (info, len, _) = mpa_frame(&f, 0).unwrap();
         assert_eq!((info.pd_length, len, info.crc), (600, 22, true));
-        assert_eq!(info.private_data, "aabb");
+        assert_eq!(info.private_data, [0xaa, 0xbb]);
         // Cut short: wait.
         assert!(mpa_frame(&f[..19], 0).is_none());
     }

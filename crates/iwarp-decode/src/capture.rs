@@ -11,8 +11,9 @@
 //! ends, and the caller decodes what it has (a capture cut off by the
 //! capturing tool being killed is common).
 
+use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 use std::time::Duration;
 
@@ -69,9 +70,10 @@ pub enum Format {
     PcapNg,
 }
 
-/// One captured record.
+/// One captured record, its octets borrowed from the reader's buffer
+/// where it can (no copy per frame).
 #[derive(Debug, Clone)]
-pub struct Frame {
+pub struct Frame<'a> {
     /// Its position in the file, from 1.
     pub number: u64,
     /// When it was captured, since the Unix epoch.
@@ -79,7 +81,7 @@ pub struct Frame {
     /// What its octets start with.
     pub link: LinkType,
     /// The captured octets (possibly fewer than were on the wire).
-    pub data: Vec<u8>,
+    pub data: Cow<'a, [u8]>,
 }
 
 /// Why a capture cannot be read (or cannot be read further).
@@ -91,9 +93,13 @@ pub enum CaptureError {
     /// The first octets are neither a pcap nor a pcapng magic number.
     #[error("not a pcap or pcapng capture (it starts {0:02x?})")]
     UnknownFormat(Vec<u8>),
+    /// The file ends in the middle of a record (a capture cut short by
+    /// killing the capturing tool).
+    #[error("the file ends in the middle of a record (cut short?)")]
+    CutShort,
     /// The `pcap-file` crate refused the file's header or a record.
-    #[error("{0}")]
-    Malformed(String),
+    #[error(transparent)]
+    Malformed(pcap_file::PcapError),
 }
 
 /// pcapng's Section Header Block type, the first four octets of the file.
@@ -144,8 +150,9 @@ impl CaptureReader {
         if path.as_os_str() == "-" {
             return Self::new(Box::new(io::stdin()));
         }
+        // The crate buffers its reads itself: a BufReader would only copy.
         let file = File::open(path)?;
-        Self::new(Box::new(BufReader::new(file)))
+        Self::new(Box::new(file))
     }
 
     /// Reads a capture from `source`, recognising its format by its first
@@ -187,13 +194,13 @@ impl CaptureReader {
     /// The next frame; `None` at the end. After an error, which is
     /// returned once, the reader ends: the crate does not skip a bad
     /// record, so there is no reliable way past it.
-    pub fn next_frame(&mut self) -> Option<Result<Frame, CaptureError>> {
+    pub fn next_frame(&mut self) -> Option<Result<Frame<'_>, CaptureError>> {
         if self.done {
             return None;
         }
         let next = match &mut self.inner {
             Inner::Pcap { reader, link } => match reader.next_packet()? {
-                Ok(packet) => Ok((packet.timestamp, *link, packet.data.into_owned())),
+                Ok(packet) => Ok((packet.timestamp, *link, packet.data)),
                 Err(e) => Err(malformed(e)),
             },
             Inner::PcapNg {
@@ -230,12 +237,10 @@ impl CaptureReader {
 fn malformed(e: pcap_file::PcapError) -> CaptureError {
     match e {
         pcap_file::PcapError::IoError(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
-            CaptureError::Malformed("the file ends in the middle of a record (cut short?)".into())
+            CaptureError::CutShort
         }
-        pcap_file::PcapError::IncompleteBuffer => {
-            CaptureError::Malformed("the file ends in the middle of a record (cut short?)".into())
-        }
-        other => CaptureError::Malformed(other.to_string()),
+        pcap_file::PcapError::IncompleteBuffer => CaptureError::CutShort,
+        other => CaptureError::Malformed(other),
     }
 }
 
@@ -250,7 +255,7 @@ fn is_pcap_magic(magic: &[u8]) -> bool {
     )
 }
 
-type Packet = (Duration, LinkType, Vec<u8>);
+type Packet<'a> = (Duration, LinkType, Cow<'a, [u8]>);
 
 /// Reads pcapng blocks up to the next packet, keeping track of the
 /// interfaces (a new section forgets the previous section's).
@@ -258,7 +263,11 @@ fn next_pcapng_packet(
     reader: &mut PcapNgReader<Box<dyn Read>>,
     interfaces: &mut Vec<Interface>,
     last: &mut Duration,
-) -> Option<Result<Packet, CaptureError>> {
+) -> Option<Result<Packet<'static>, CaptureError>> {
+    // The packet is copied out of the reader here: a borrow returned from
+    // inside this loop over blocks would outlive the loop's own borrows.
+    // Captures tools write by default (tcpdump) are pcap, which is not
+    // copied.
     loop {
         let block = match reader.next_block()? {
             Ok(block) => block,
@@ -285,19 +294,19 @@ fn next_pcapng_packet(
                 // whatever the interface's resolution: convert them here.
                 let raw = u64::try_from(epb.timestamp.as_nanos()).unwrap_or(u64::MAX);
                 *last = scale(raw, iface.and_then(|i| i.units_per_second));
-                return Some(Ok((*last, link, epb.data.into_owned())));
+                return Some(Ok((*last, link, Cow::Owned(epb.data.into_owned()))));
             }
             Block::SimplePacket(spb) => {
                 let link = interfaces
                     .first()
                     .map_or(LinkType::Other(u32::MAX), |i| i.link);
-                return Some(Ok((*last, link, spb.data.into_owned())));
+                return Some(Ok((*last, link, Cow::Owned(spb.data.into_owned()))));
             }
             Block::Packet(pb) => {
                 let iface = interfaces.get(usize::from(pb.interface_id));
                 let link = iface.map_or(LinkType::Other(u32::MAX), |i| i.link);
                 *last = scale(pb.timestamp, iface.and_then(|i| i.units_per_second));
-                return Some(Ok((*last, link, pb.data.into_owned())));
+                return Some(Ok((*last, link, Cow::Owned(pb.data.into_owned()))));
             }
             _ => {}
         }

@@ -12,9 +12,18 @@
 //! - a segment beyond the delivery point is held until the hole before it
 //!   is filled by a later (retransmitted) segment;
 //! - a hole that will never be filled (octets the capture lost) is reported
-//!   as a [`Chunk::Gap`] once it is certain: when the peer acknowledges
-//!   octets past it (the receiver had them, the capture did not), when more
-//!   than [`MAX_PENDING`] octets wait behind it, or at the end.
+//!   as a [`Chunk::Gap`] once it is certain: when the peer has acknowledged
+//!   octets past it (the receiver had them, the capture did not) and octets
+//!   after it arrive, when more than [`MAX_PENDING`] octets wait behind it,
+//!   or at the end.
+//!
+//! The end of a direction is not a hole. A FIN takes one sequence number
+//! (RFC 793 §3.3), so the peer's acknowledgment of it is one past the last
+//! octet: the FIN's position is remembered ([`Reassembler::fin`]) and
+//! acknowledgments are counted up to it only. When the FIN itself was not
+//! captured, an acknowledgment one octet past everything captured is taken
+//! as its acknowledgment too (judged at the end, or when octets after it
+//! arrive).
 
 use std::collections::BTreeMap;
 
@@ -31,7 +40,8 @@ pub enum Chunk<'a> {
 }
 
 /// Counters of one direction's reassembly.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ReassemblyStats {
     /// Segments carrying payload.
     pub segments: u64,
@@ -59,6 +69,10 @@ pub struct Reassembler {
     /// Segments beyond a hole, by stream position.
     pending: BTreeMap<u64, Vec<u8>>,
     pending_octets: usize,
+    /// The highest stream position the peer has acknowledged.
+    acked: u64,
+    /// The stream position of the FIN, once one is seen.
+    fin: Option<u64>,
     stats: ReassemblyStats,
 }
 
@@ -139,6 +153,18 @@ impl Reassembler {
         }
         if self.pending_octets > MAX_PENDING {
             self.skip_to_pending(out);
+        } else {
+            self.settle_acknowledged(out);
+        }
+    }
+
+    /// A FIN whose sequence number is `seq` (that of the segment's first
+    /// payload octet plus its payload length): the direction ends there.
+    pub fn fin(&mut self, seq: u32) {
+        let base = *self.base.get_or_insert(seq);
+        let at = self.unwrap(base, seq);
+        if at >= 0 && self.fin.is_none() {
+            self.fin = Some(at as u64);
         }
     }
 
@@ -152,21 +178,47 @@ impl Reassembler {
         if acked <= next || acked - next > 1 << 30 {
             return;
         }
-        while (self.next as i64) < acked {
+        let mut acked = acked as u64;
+        if let Some(fin) = self.fin {
+            // RFC 793 §3.3: the FIN's sequence number is acknowledged, not
+            // an octet.
+            acked = acked.min(fin);
+        }
+        self.acked = self.acked.max(acked);
+        self.settle_acknowledged(out);
+    }
+
+    /// Declares lost what the peer acknowledged before the first held
+    /// segment, and delivers what follows. One octet acknowledged past
+    /// everything, with no FIN seen and nothing held, is left for later: it
+    /// may be the acknowledgment of a FIN the capture missed.
+    fn settle_acknowledged(&mut self, out: &mut dyn FnMut(Chunk<'_>)) {
+        while self.next < self.acked {
             match self.pending.keys().next() {
-                Some(&first) if first as i64 <= acked => self.skip_to_pending(out),
+                Some(&first) if first <= self.acked => self.skip_to_pending(out),
+                None if self.fin.is_none() && self.acked == self.next + 1 => return,
                 _ => {
-                    self.gap((acked - self.next as i64) as u64, out);
+                    self.gap(self.acked - self.next, out);
                     self.drain(out);
                 }
             }
         }
     }
 
-    /// The end of the capture: every hole left is lost.
+    /// The end of the capture: every hole left is lost, and so is what the
+    /// peer acknowledged past the last captured octet, short of the FIN.
     pub fn finish(&mut self, out: &mut dyn FnMut(Chunk<'_>)) {
         while !self.pending.is_empty() {
             self.skip_to_pending(out);
+        }
+        let end = match self.fin {
+            Some(fin) => fin.max(self.next),
+            // One octet acknowledged past everything: the uncaptured FIN's.
+            None if self.acked == self.next + 1 => self.next,
+            None => self.acked.max(self.next),
+        };
+        if end > self.next {
+            self.gap(end - self.next, out);
         }
     }
 
@@ -265,6 +317,48 @@ mod tests {
         assert_eq!(collect(&mut r, |r, o| r.segment(30, b"z", o)), "");
         assert_eq!(collect(&mut r, |r, o| r.finish(o)), "!10z");
         assert_eq!(r.stats().missing, 16);
+    }
+
+    #[test]
+    fn one_octet_acknowledged_waits_for_octets_after_it() {
+        let mut r = Reassembler::new();
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"ab", o)), "ab");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(13, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.segment(13, b"cd", o)), "!1cd");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(17, o)), "!2");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
+    }
+
+    #[test]
+    fn the_fin_is_not_a_hole() {
+        let mut r = Reassembler::new();
+        r.syn(9);
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
+        r.fin(13);
+        // The FIN's acknowledgment, twice (a retransmitted FIN).
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(14, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(14, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
+        assert_eq!(r.stats().gaps, 0);
+
+        // The FIN not captured, its acknowledgment captured.
+        let mut r = Reassembler::new();
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(14, o)), "");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
+
+        // The last octets and the FIN not captured, but acknowledged.
+        let mut r = Reassembler::new();
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(18, o)), "!5");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
+
+        // A FIN seen after a hole: the hole is lost, the FIN is not.
+        let mut r = Reassembler::new();
+        assert_eq!(collect(&mut r, |r, o| r.segment(10, b"abc", o)), "abc");
+        r.fin(20);
+        assert_eq!(collect(&mut r, |r, o| r.acknowledged(21, o)), "!7");
+        assert_eq!(collect(&mut r, |r, o| r.finish(o)), "");
     }
 
     #[test]

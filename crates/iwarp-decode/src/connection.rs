@@ -23,13 +23,14 @@ use std::net::SocketAddr;
 
 use iwarp_proto::mpa::startup::FrameKind;
 
-use super::args::MarkerMode;
-use super::event::{Event, Level, NoteInfo};
-use super::mpa::CrcMode;
-use super::startup::{ift_settle, mpa_settle, MpaFrame, Seen};
-use super::stream::{DirectionDecoder, Status};
-use super::tcp::{Chunk, Reassembler, ReassemblyStats};
-use super::Options;
+use crate::decoder::{MarkerMode, Options};
+use crate::event::{Basis, Event};
+use crate::mpa::CrcMode;
+use crate::note::Note;
+use crate::startup::{ift_settle, mpa_settle, Seen};
+use crate::stream::{DirectionDecoder, Provenance, Status};
+use crate::summary::ConnectionFraming;
+use crate::tcp::{Chunk, Reassembler, ReassemblyStats};
 
 /// What a connection turned out to carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +64,8 @@ pub struct Connection {
     /// Whether `--port` named it.
     forced: bool,
     kind: Kind,
-    /// A short description of the settled framing, for the summary.
-    framing: String,
+    /// The settled framing, for the summary.
+    framing: ConnectionFraming,
     /// FIN or RST seen, per direction.
     closed: [bool; 2],
 }
@@ -80,7 +81,7 @@ impl Connection {
             dirs: [DirectionDecoder::new(), DirectionDecoder::new()],
             forced,
             kind: Kind::Undecided,
-            framing: String::new(),
+            framing: ConnectionFraming::NotSettled,
             closed: [false; 2],
         }
     }
@@ -90,9 +91,9 @@ impl Connection {
         self.kind
     }
 
-    /// The framing, in words, once known.
-    pub fn framing(&self) -> &str {
-        &self.framing
+    /// The framing, once known.
+    pub fn framing(&self) -> ConnectionFraming {
+        self.framing
     }
 
     /// Reassembly counters of direction `dir`.
@@ -115,7 +116,8 @@ impl Connection {
         usize::from(src != self.ends[0])
     }
 
-    /// A segment in direction `dir`.
+    /// A segment in direction `dir`. A FIN ends the direction after the
+    /// payload; neither it nor an RST is a hole in the stream.
     #[allow(clippy::too_many_arguments)]
     pub fn segment(
         &mut self,
@@ -123,7 +125,8 @@ impl Connection {
         seq: u32,
         syn: bool,
         ack: Option<u32>,
-        end: bool,
+        fin: bool,
+        rst: bool,
         payload: &[u8],
         opts: &Options,
         events: &mut DirEvents,
@@ -132,16 +135,9 @@ impl Connection {
         if syn {
             self.reasm[dir].syn(seq);
         }
-        let data_seq = if syn { seq.wrapping_add(1) } else { seq };
         let mut out = Vec::new();
-        {
-            let (reasm, decoder) = (&mut self.reasm[dir], &mut self.dirs[dir]);
-            reasm.segment(data_seq, payload, &mut |chunk| {
-                feed(decoder, chunk, &mut out)
-            });
-        }
-        events.extend(out.drain(..).map(|e| (dir, e)));
-        self.coordinate(opts, events);
+        // The acknowledgment first: the sender had those octets before it
+        // sent this segment's, so a hole it reveals comes before them.
         if let Some(ack) = ack {
             let other = 1 - dir;
             {
@@ -151,7 +147,19 @@ impl Connection {
             events.extend(out.drain(..).map(|e| (other, e)));
             self.coordinate(opts, events);
         }
-        if end {
+        let data_seq = if syn { seq.wrapping_add(1) } else { seq };
+        {
+            let (reasm, decoder) = (&mut self.reasm[dir], &mut self.dirs[dir]);
+            reasm.segment(data_seq, payload, &mut |chunk| {
+                feed(decoder, chunk, &mut out)
+            });
+        }
+        if fin {
+            self.reasm[dir].fin(data_seq.wrapping_add(payload.len() as u32));
+        }
+        events.extend(out.drain(..).map(|e| (dir, e)));
+        self.coordinate(opts, events);
+        if fin || rst {
             self.closed[dir] = true;
         }
     }
@@ -173,21 +181,17 @@ impl Connection {
             let mut out = Vec::new();
             match self.dirs[dir].status() {
                 Status::Held(Some(Seen::Mpa(frame))) if !frame.rejected => {
-                    let (crc, markers, basis) = overrides(
+                    out.push(Event::Note(Note::OneSidedStartup));
+                    let (crc, markers, how) = overrides(
                         opts,
                         frame.crc.then_some(true),
                         None,
-                        "no startup frame seen from the other end: assumed",
+                        Basis::OneSidedStartup,
                     );
-                    self.dirs[dir].start_mpa(markers, crc, 0, basis, &mut out);
+                    self.dirs[dir].start_mpa(markers, crc, 0, how, &mut out);
                 }
                 Status::Held(Some(Seen::Ift(_))) => {
-                    out.push(note(
-                        Level::Error,
-                        "no Adaption Indication seen from the other end: IFT frames cannot \
-                         be decoded without its VTag"
-                            .into(),
-                    ));
+                    out.push(Event::Note(Note::NoPeerIndication));
                     self.dirs[dir].stop();
                 }
                 _ => {}
@@ -206,7 +210,7 @@ impl Connection {
                 Status::Held(None) => match self.kind {
                     Kind::Undecided if self.forced => {
                         self.kind = Kind::Assumed;
-                        self.framing = "MPA assumed (no startup seen)".into();
+                        self.framing = ConnectionFraming::Assumed;
                         self.start_assumed(dir, opts, &mut out);
                     }
                     Kind::Assumed => self.start_assumed(dir, opts, &mut out),
@@ -216,14 +220,9 @@ impl Connection {
                         self.dirs[1].stop();
                     }
                     Kind::Mpa | Kind::Ift => {
-                        out.push(note(
-                            Level::Error,
-                            format!(
-                                "the other end sent a startup, this one opens with {} instead: \
-                                 not decoded",
-                                super::event::hex(self.dirs[dir].held_prefix())
-                            ),
-                        ));
+                        out.push(Event::Note(Note::UnexpectedOpening(
+                            self.dirs[dir].held_prefix().to_vec(),
+                        )));
                         self.dirs[dir].stop();
                     }
                 },
@@ -245,42 +244,52 @@ impl Connection {
     }
 
     fn start_assumed(&mut self, dir: usize, opts: &Options, out: &mut Vec<Event>) {
-        let (crc, markers, basis) =
-            overrides(opts, None, None, "no startup seen: MPA FPDUs assumed");
-        self.dirs[dir].start_mpa(markers, crc, opts.stream_offset, basis, out);
+        let (crc, markers, how) = overrides(opts, None, None, Basis::NoStartup);
+        self.dirs[dir].start_mpa(markers, crc, opts.stream_offset, how, out);
     }
 
     /// Both directions have sent their startup.
     fn settle(&mut self, a: Seen, b: Seen, opts: &Options, events: &mut DirEvents) {
         match (a, b) {
             (Seen::Mpa(fa), Seen::Mpa(fb)) if fa.kind != fb.kind => {
-                let (req, rep) = if fa.kind == FrameKind::Request {
-                    (fa, fb)
-                } else {
-                    (fb, fa)
-                };
-                let rep_dir = if fa.kind == FrameKind::Reply { 0 } else { 1 };
+                // Direction 0 is the client's; whichever sent the Request.
+                let req_dir = if fa.kind == FrameKind::Request { 0 } else { 1 };
+                let (req, rep) = if req_dir == 0 { (fa, fb) } else { (fb, fa) };
                 if rep.rejected {
-                    self.framing = format!("MPA rev {}, rejected", rep.revision);
-                    events.push((
-                        rep_dir,
-                        note(
-                            Level::Info,
-                            "the responder rejected the connection (R set): MPA is over, \
-                             nothing further is decoded"
-                                .into(),
-                        ),
-                    ));
+                    self.framing = ConnectionFraming::MpaRejected {
+                        revision: rep.revision.wire(),
+                    };
+                    events.push((1 - req_dir, Event::Note(Note::Rejected)));
                     self.stop_both();
                     return;
                 }
-                self.framing = describe_mpa(&req, &rep, opts);
-                for (dir, sender, receiver) in [(0, fa, fb), (1, fb, fa)] {
-                    let (crc, markers) = mpa_settle(&sender, &receiver);
-                    let (crc, markers, basis) =
-                        overrides(opts, Some(crc), Some(markers), "startup frames");
+                // The stack's own rules, applied to the two frames.
+                let observed = mpa_settle(&req, &rep);
+                let initiator = observed.initiator_framing;
+                self.framing = ConnectionFraming::Mpa {
+                    revision: observed.revision.wire(),
+                    crc: initiator.crc,
+                    markers_to_initiator: initiator.receive_markers,
+                    markers_to_responder: initiator.send_markers,
+                    overridden: !opts.check_crc || opts.markers != MarkerMode::Auto,
+                };
+                for (dir, framing) in [
+                    (req_dir, initiator),
+                    (1 - req_dir, observed.responder_framing()),
+                ] {
+                    let max_reads =
+                        observed
+                            .ird_ord
+                            .map(|(i, r)| if dir == req_dir { i.ord } else { r.ord });
+                    let (crc, markers, mut how) = overrides(
+                        opts,
+                        Some(framing.crc),
+                        Some(framing.send_markers),
+                        Basis::StartupFrames,
+                    );
+                    how.max_reads = max_reads;
                     let mut out = Vec::new();
-                    self.dirs[dir].start_mpa(markers, crc, 0, basis, &mut out);
+                    self.dirs[dir].start_mpa(markers, crc, 0, how, &mut out);
                     events.extend(out.into_iter().map(|e| (dir, e)));
                 }
             }
@@ -289,54 +298,32 @@ impl Connection {
                     .and_then(|ab| ift_settle(&ib, &ia, opts.check_crc).map(|ba| (ab, ba)));
                 match settled {
                     Ok((ab, ba)) => {
-                        self.framing =
-                            format!("IFT, {} mode", if ia.rdma { "RDMA" } else { "DDP" });
+                        self.framing = ConnectionFraming::Ift { rdma: ia.rdma };
                         for (dir, params) in [(0, ab), (1, ba)] {
                             let mut out = Vec::new();
-                            self.dirs[dir].start_ift(
-                                params,
-                                ia.rdma,
-                                "Adaption Indications".into(),
-                                &mut out,
-                            );
+                            let how = Provenance {
+                                basis: Basis::AdaptionIndications,
+                                crc_overridden: !opts.check_crc,
+                                markers_overridden: None,
+                                max_reads: None,
+                            };
+                            self.dirs[dir].start_ift(params, ia.rdma, how, &mut out);
                             events.extend(out.into_iter().map(|e| (dir, e)));
                         }
                     }
                     Err(e) => {
-                        events.push((
-                            1,
-                            note(
-                                Level::Error,
-                                format!("the Adaption Indications do not agree ({e}): the connection would be closed"),
-                            ),
-                        ));
+                        events.push((1, Event::Note(Note::IndicationsDisagree(e))));
                         self.stop_both();
                     }
                 }
             }
             (Seen::Invalid, _) | (_, Seen::Invalid) => {
                 let dir = usize::from(a != Seen::Invalid);
-                events.push((
-                    dir,
-                    note(
-                        Level::Error,
-                        "invalid startup: the receiving end closes the connection; \
-                         nothing further is decoded"
-                            .into(),
-                    ),
-                ));
+                events.push((dir, Event::Note(Note::InvalidStartup)));
                 self.stop_both();
             }
             _ => {
-                events.push((
-                    1,
-                    note(
-                        Level::Error,
-                        "the two ends' startups do not pair (two Requests, two Replies, or \
-                         MPA against IFT): nothing further is decoded"
-                            .into(),
-                    ),
-                ));
+                events.push((1, Event::Note(Note::StartupsDoNotPair)));
                 self.stop_both();
             }
         }
@@ -357,57 +344,29 @@ fn feed(decoder: &mut DirectionDecoder, chunk: Chunk<'_>, out: &mut Vec<Event>) 
 }
 
 /// The CRC mode and markers a direction uses: what the startup settled
-/// (`None`: unknown), overridden by the command line; with the reason.
+/// (`None`: unknown), overridden by the options; with where they come from.
 fn overrides(
     opts: &Options,
     crc: Option<bool>,
     markers: Option<bool>,
-    basis: &str,
-) -> (CrcMode, bool, String) {
-    let mut basis = basis.to_string();
+    basis: Basis,
+) -> (CrcMode, bool, Provenance) {
     let crc = match (crc, opts.check_crc) {
         (Some(false), _) => CrcMode::Off,
         (Some(true), true) => CrcMode::On,
         (None, true) => CrcMode::Auto,
-        (_, false) => {
-            basis.push_str(", --no-crc-check");
-            CrcMode::Unchecked
-        }
+        (_, false) => CrcMode::Unchecked,
     };
-    let markers = match (opts.markers, markers) {
-        (MarkerMode::On, _) => {
-            basis.push_str(", --markers on");
-            true
-        }
-        (MarkerMode::Off, _) => {
-            basis.push_str(", --markers off");
-            false
-        }
-        (MarkerMode::Auto, m) => m.unwrap_or(false),
+    let (markers, markers_overridden) = match (opts.markers, markers) {
+        (MarkerMode::On, _) => (true, Some(true)),
+        (MarkerMode::Off, _) => (false, Some(false)),
+        (MarkerMode::Auto, m) => (m.unwrap_or(false), None),
     };
-    (crc, markers, basis)
-}
-
-fn describe_mpa(req: &MpaFrame, rep: &MpaFrame, opts: &Options) -> String {
-    let (crc, to_responder) = mpa_settle(req, rep);
-    let (_, to_initiator) = mpa_settle(rep, req);
-    let markers = match (to_responder, to_initiator) {
-        (false, false) => "no markers".to_string(),
-        (true, true) => "markers both ways".to_string(),
-        (true, false) => "markers to the responder only".to_string(),
-        (false, true) => "markers to the initiator only".to_string(),
+    let how = Provenance {
+        basis,
+        crc_overridden: crc == CrcMode::Unchecked,
+        markers_overridden,
+        max_reads: None,
     };
-    let mut s = format!(
-        "MPA rev {}, CRC {}, {markers}",
-        rep.revision,
-        if crc { "on" } else { "off" }
-    );
-    if !opts.check_crc || opts.markers != MarkerMode::Auto {
-        s.push_str(" (overridden on the command line)");
-    }
-    s
-}
-
-fn note(level: Level, message: String) -> Event {
-    Event::Note(NoteInfo { level, message })
+    (crc, markers, how)
 }

@@ -5,16 +5,31 @@
 //! framing it uses (CRC, markers, IFT's VTag) depends on what the *other*
 //! direction sent in its startup. So after its opening a direction holds
 //! what follows ([`Status::Held`]) until its connection
-//! ([`super::connection`]) has seen both openings and tells it how to
+//! ([`crate::connection`]) has seen both openings and tells it how to
 //! deframe ([`DirectionDecoder::start_mpa`], [`DirectionDecoder::start_ift`])
 //! or that it will not ([`DirectionDecoder::stop`]).
 
 use iwarp_proto::ift::RxParams;
 
-use super::event::{Event, FramingInfo, GapInfo, Level, NoteInfo};
-use super::ift::{crc_word, IftDirection};
-use super::mpa::{CrcMode, MpaDirection};
-use super::startup::{indication, mpa_frame, opening, Opening, Seen};
+use crate::event::{Basis, Event, FramingInfo, FramingKind, GapAction, GapInfo};
+use crate::ift::{crc_use, IftDirection};
+use crate::mpa::{CrcMode, MpaDirection};
+use crate::note::Note;
+use crate::startup::{indication, mpa_frame, opening, Opening, Seen};
+
+/// Where a direction's framing settings come from, and what the startup
+/// said about Reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Provenance {
+    /// The startup, or its absence.
+    pub basis: Basis,
+    /// CRC checking turned off by the options.
+    pub crc_overridden: bool,
+    /// Markers forced on or off by the options.
+    pub markers_overridden: Option<bool>,
+    /// The most Read Requests the sender may have outstanding.
+    pub max_reads: Option<u16>,
+}
 
 /// Most octets held while the framing is not settled; beyond this the
 /// direction gives up (the other direction's startup is not coming).
@@ -98,14 +113,7 @@ impl DirectionDecoder {
             Phase::Held(_) => {
                 self.buf.extend_from_slice(data);
                 if self.buf.len() > MAX_HELD {
-                    events.push(note(
-                        Level::Error,
-                        format!(
-                            "{} octets follow the startup but the framing is still not \
-                             settled (the other direction's startup was not seen): giving up",
-                            self.buf.len()
-                        ),
-                    ));
+                    events.push(Event::Note(Note::NeverSettled(self.buf.len())));
                     self.stop();
                 }
             }
@@ -175,22 +183,16 @@ impl DirectionDecoder {
                 events.push(Event::Gap(GapInfo {
                     offset: tcp_offset,
                     octets: missing,
-                    action: "none",
+                    action: GapAction::None,
                 }));
             }
             Phase::Opening | Phase::Held(_) => {
                 events.push(Event::Gap(GapInfo {
                     offset: tcp_offset,
                     octets: missing,
-                    action: "stop",
+                    action: GapAction::Stop,
                 }));
-                events.push(note(
-                    Level::Error,
-                    format!(
-                        "{missing} octets missing from the capture before framing was \
-                         settled: decoding of this direction stops"
-                    ),
-                ));
+                events.push(Event::Note(Note::GapBeforeFraming(missing)));
                 self.stop();
             }
         }
@@ -204,7 +206,7 @@ impl DirectionDecoder {
         markers: bool,
         crc: CrcMode,
         skip: u64,
-        basis: String,
+        how: Provenance,
         events: &mut Vec<Event>,
     ) {
         if !matches!(self.phase, Phase::Held(_)) {
@@ -212,13 +214,16 @@ impl DirectionDecoder {
         }
         self.skip = skip;
         events.push(Event::Framing(FramingInfo {
-            framing: "mpa",
+            framing: FramingKind::Mpa,
             start: self.buf_offset + skip,
-            crc: crc.word(),
+            crc,
             header_crc: None,
-            markers: markers.then_some(512),
+            markers: markers.then_some(iwarp_proto::mpa::marker::INTERVAL.get()),
             vtag: None,
-            basis,
+            max_reads: how.max_reads,
+            basis: how.basis,
+            crc_overridden: how.crc_overridden,
+            markers_overridden: how.markers_overridden,
         }));
         self.phase = Phase::Mpa(Box::new(MpaDirection::new(markers, crc)));
         self.release(events);
@@ -229,20 +234,23 @@ impl DirectionDecoder {
         &mut self,
         params: RxParams,
         rdma: bool,
-        basis: String,
+        how: Provenance,
         events: &mut Vec<Event>,
     ) {
         if !matches!(self.phase, Phase::Held(_)) {
             return;
         }
         events.push(Event::Framing(FramingInfo {
-            framing: "ift",
+            framing: FramingKind::Ift,
             start: self.buf_offset,
-            crc: crc_word(params.payload_crc),
-            header_crc: Some(crc_word(params.header_crc)),
+            crc: crc_use(params.payload_crc),
+            header_crc: Some(crc_use(params.header_crc)),
             markers: params.markers.map(|m| m.get()),
             vtag: Some(params.vtag),
-            basis,
+            max_reads: how.max_reads,
+            basis: how.basis,
+            crc_overridden: how.crc_overridden,
+            markers_overridden: how.markers_overridden,
         }));
         self.phase = Phase::Ift(Box::new(IftDirection::new(params, rdma)));
         self.release(events);
@@ -264,21 +272,13 @@ impl DirectionDecoder {
     /// The end of the capture.
     pub fn finish(&mut self, events: &mut Vec<Event>) {
         match &mut self.phase {
-            Phase::Opening if !self.buf.is_empty() => events.push(note(
-                Level::Warning,
-                format!(
-                    "the capture ends after {} octets, too few to tell a startup frame",
-                    self.buf.len()
-                ),
-            )),
+            Phase::Opening if !self.buf.is_empty() => {
+                events.push(Event::Note(Note::ShortOpening(self.buf.len())))
+            }
             Phase::Mpa(d) => d.finish(events),
             Phase::Ift(d) => d.finish(events),
             _ => {}
         }
         self.stop();
     }
-}
-
-fn note(level: Level, message: String) -> Event {
-    Event::Note(NoteInfo { level, message })
 }
