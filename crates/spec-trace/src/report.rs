@@ -5,11 +5,12 @@ use std::fmt::Write;
 use crate::coverage::{Coverage, Status};
 
 /// Every status, in the order a report lists them.
-const STATUSES: [Status; 5] = [
+const STATUSES: [Status; 6] = [
     Status::Tested,
     Status::TestOnly,
     Status::Untested,
     Status::Exception,
+    Status::Duplicate,
     Status::NotCited,
 ];
 
@@ -79,8 +80,12 @@ pub fn markdown(coverage: &Coverage) -> String {
                             crate::Kind::Implementation => "code",
                             crate::Kind::Test => "test",
                             crate::Kind::Exception => "exception",
+                            crate::Kind::Duplicate => "same as",
                         };
                         match &a.reason {
+                            Some(reason) if a.kind == crate::Kind::Duplicate => {
+                                format!("{kind} `{reason}`")
+                            }
                             Some(reason) => format!("{kind}: {reason}"),
                             None => format!("{kind} `{}:{}`", a.file.display(), a.line),
                         }
