@@ -686,6 +686,10 @@ fn read_sink_invalidated_before_the_response() {
 // ---- LLP errors -----------------------------------------------------------
 
 #[test]
+//= rfc5044#8
+//= type=test
+//# The following errors MUST be detected by MPA and the codes SHOULD be provided to DDP or
+//# other Consumer
 fn llp_errors_terminate_with_layer_2() {
     for code in [
         LlpErrorCode::CrcError,

@@ -179,6 +179,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     #[test]
+    //= rfc5044#7.1
+    //= type=test
+    //# A DDP endpoint MUST be "bound" to the MPA connection at entry to this phase.
     fn every_operation_over_mpa(
         ops in prop::collection::vec((op(), any::<bool>()), 1..10),
         crc in any::<bool>(),

@@ -243,6 +243,10 @@ fn read_responses_interleave_with_the_responders_sends() {
 }
 
 #[test]
+//= rfc5044#7.2
+//= type=test
+//# A mechanism SHOULD be provided by MPA to DDP for DDP to be made aware that a graceful close
+//# of the TCP connection has been received by the TCP (e.g., FIN is received).
 fn graceful_close_finishes_queued_work_first() {
     let mut p = Pair::new(7);
     let src = p.a.region(3000, 0, Access::empty(), 4);

@@ -9,6 +9,9 @@
 /// An MPA (LLP layer) error code for the Terminate message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+//= rfc5044#8
+//# The following errors MUST be detected by MPA and the codes SHOULD be provided to DDP or
+//# other Consumer
 pub enum LlpErrorCode {
     /// TCP connection closed, terminated or lost (RFC 5044 §8 code 1).
     ConnectionLost = 0x01,

@@ -99,6 +99,9 @@ impl FpduReceiver {
         self.markers && self.marker.is_none() && INTERVAL.is_marker_at(self.offset)
     }
 
+    //= rfc5044#8
+    //# Once MPA delivers an error of any type, it MUST NOT pass or deliver any additional FPDUs
+    //# on that half connection.
     fn fail(&mut self, error: MpaError) -> MpaError {
         self.failed = Some(error);
         error
@@ -130,6 +133,12 @@ impl FpduReceiver {
         };
     }
 
+    //= rfc5044#8
+    //# If the FPDU start determined from previous ULPDU Length fields does not match with the
+    //# MPA Marker position, MPA SHOULD deliver an error to DDP.
+    //= rfc5044#8
+    //# the check SHOULD be made when a gap creating an out-of-order sequence is closed and any
+    //# time a Marker points to an already identified FPDU.
     fn check_marker(&mut self, buf: [u8; MARKER_LEN]) -> Result<(), MpaError> {
         let marker_offset = self.offset - MARKER_LEN as u64;
         let between_fpdus = self.field == (Field::Header { got: 0 });
@@ -154,6 +163,12 @@ impl FpduReceiver {
         Ok(())
     }
 
+    //= rfc5044#6
+    //# To do this, the receiver MUST: * locate the start of the FPDU unambiguously, * verify
+    //# its CRC (if CRC checking is enabled).
+    //= rfc5044#7.1.1
+    //# When CRCs are not in use, the CRC field MUST be considered valid for FPDU checking
+    //# regardless of its contents.
     fn finish_fpdu(&mut self) -> Result<(), MpaError> {
         if self.crc_enabled {
             let received = crc::from_wire(self.crc_field);
@@ -249,6 +264,16 @@ impl Deframer for FpduReceiver {
                         continue;
                     }
                     self.previous_ulpdu_len = self.ulpdu_len;
+                    //= rfc5044#5.1
+                    //# MPA receivers are REQUIRED to be able to operate correctly even if
+                    //# alignment is lost
+                    //= rfc5044#5.2
+                    //# The receivers MUST identify FPDU boundaries by using the ULPDU_LENGTH
+                    //# field
+                    //= rfc5044#6
+                    //# In an ordered TCP stream, the ULPDU Length field in the current FPDU
+                    //# when FPDU has a valid CRC, can be used to identify the beginning of the
+                    //# next FPDU.
                     self.ulpdu_len = u16::from_be_bytes(self.header) as usize;
                     self.field = Field::Ulpdu {
                         remaining: self.ulpdu_len,

@@ -188,6 +188,10 @@ fn siw_observed_send_with_crc() {
 }
 
 #[test]
+//= rfc5044#7.1.1
+//= type=test
+//# When CRCs are not in use, the CRC field MUST be considered valid for FPDU checking
+//# regardless of its contents.
 fn crc_field_is_zero_and_unchecked_without_crc() {
     // siw-observed.md: without CRC siw sends a zero CRC field.
     let off = FramingParams::default();
@@ -282,6 +286,10 @@ fn nonzero_leading_marker_is_a_marker_error() {
 }
 
 #[test]
+//= rfc5044#8
+//= type=test
+//# Once MPA delivers an error of any type, it MUST NOT pass or deliver any additional FPDUs on
+//# that half connection.
 fn nothing_passes_after_an_error() {
     let mut tx = FpduTransmitter::new(CRC_ONLY);
     let mut wire = transmit(&mut tx, &[vec![1u8; 10], vec![2u8; 10]]);
@@ -541,6 +549,13 @@ proptest! {
     /// stream with CRC on never lets an octet of the damaged FPDU reach
     /// the sink: every ULPDU the sink began is an intact original.
     #[test]
+    //= rfc5044#6
+    //= type=test
+    //# An MPA receiver MUST first verify the FPDU before passing the ULPDU to DDP.
+    //= rfc5044#6
+    //= type=test
+    //# The ULPDU Length field (see Section 4) MUST be used to determine if the entire FPDU is
+    //# present before forwarding the ULPDU to DDP.
     fn a_damaged_fpdu_is_never_passed_on_when_verified(
         markers in any::<bool>(),
         ulpdus in prop::collection::vec(
@@ -600,6 +615,10 @@ proptest! {
     /// never yields a damaged ULPDU: the receiver reports an error, or is
     /// left inside an FPDU (its length field was hit) when the stream ends.
     #[test]
+    //= rfc5044#6
+    //= type=test
+    //# To do this, the receiver MUST: * locate the start of the FPDU unambiguously, * verify
+    //# its CRC (if CRC checking is enabled).
     fn any_flipped_bit_is_detected_with_crc(
         markers in any::<bool>(),
         ulpdus in prop::collection::vec(
@@ -626,6 +645,16 @@ proptest! {
     /// Feeding one octet at a time gives the same result as feeding all,
     /// for arbitrary (mostly invalid) streams.
     #[test]
+    //= rfc5044#5.1
+    //= type=test
+    //# MPA receivers are REQUIRED to be able to operate correctly even if alignment is lost
+    //= rfc5044#5.2
+    //= type=test
+    //# The receivers MUST identify FPDU boundaries by using the ULPDU_LENGTH field
+    //= rfc5044#6
+    //= type=test
+    //# In an ordered TCP stream, the ULPDU Length field in the current FPDU when FPDU has a
+    //# valid CRC, can be used to identify the beginning of the next FPDU.
     fn arbitrary_input_never_panics_and_chunking_does_not_matter(
         params in params_strategy(),
         data in prop::collection::vec(any::<u8>(), 0..3000),
@@ -646,6 +675,14 @@ proptest! {
     /// its two reserved low bits) is reported as a marker error at exactly
     /// that marker, CRC on or off, and nothing from its FPDU is delivered.
     #[test]
+    //= rfc5044#8
+    //= type=test
+    //# If the FPDU start determined from previous ULPDU Length fields does not match with the
+    //# MPA Marker position, MPA SHOULD deliver an error to DDP.
+    //= rfc5044#8
+    //= type=test
+    //# the check SHOULD be made when a gap creating an out-of-order sequence is closed and any
+    //# time a Marker points to an already identified FPDU.
     fn any_wrong_fpduptr_is_detected(
         crc in any::<bool>(),
         ulpdus in prop::collection::vec(

@@ -16,6 +16,8 @@ use crate::framing::mulpdu::clamp;
 /// The MULPDU for an effective maximum segment size `emss`, with or without
 /// markers in the direction of transmission, clamped to
 /// the bounds of [`crate::framing::mulpdu`].
+//= rfc5044#5.1
+//# MPA transmitters SHOULD calculate a MULPDU as described in Section 4.5.
 pub const fn mulpdu(emss: usize, markers: bool) -> usize {
     let markers = if markers {
         INTERVAL.worst_case_octets(emss)
@@ -31,6 +33,9 @@ mod tests {
     use crate::framing::mulpdu::{MAX_ULPDU, MIN_MULPDU};
 
     #[test]
+    //= rfc5044#5.1
+    //= type=test
+    //# MPA transmitters SHOULD calculate a MULPDU as described in Section 4.5.
     fn ethernet_emss() {
         // 1460 without markers: 1460 - 6 - 0.
         assert_eq!(mulpdu(1460, false), 1454);

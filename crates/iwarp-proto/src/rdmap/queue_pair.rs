@@ -386,6 +386,9 @@ impl QueuePair {
     /// outstanding work request completes with a flush error, and
     /// receiving stops: nothing fed afterwards, the rest of a ULPDU in
     /// progress included, is placed or delivered.
+    //= rfc5044#7.2
+    //# A mechanism SHOULD be provided by MPA to DDP for DDP to be made aware that a graceful
+    //# close of the TCP connection has been received by the TCP (e.g., FIN is received).
     pub fn handle_llp_closed(&mut self) {
         self.rx.stop();
         if matches!(self.state, QpState::Error | QpState::Closed) {
@@ -406,6 +409,9 @@ impl QueuePair {
     /// the Terminate names the LLP error (layer 2), with no header copies,
     /// since the header may be the damaged part. A lost connection sends
     /// nothing.
+    //= rfc5044#8
+    //# For Error codes 2 and 3, MPA MUST NOT close the TCP connection following a reported
+    //# error.
     pub fn handle_llp_error(&mut self, code: LlpErrorCode) {
         if self.is_failed() {
             return;

@@ -109,6 +109,9 @@ impl FpduReceiver {
     //= rfc5044#6
     //# An MPA receiver MUST first verify the FPDU before passing the ULPDU
     //# to DDP.
+    //= rfc5044#6
+    //# The ULPDU Length field (see Section 4) MUST be used to determine if the entire FPDU is
+    //# present before forwarding the ULPDU to DDP.
     pub(super) fn receive_verified<S: UlpduSink>(
         &mut self,
         input: &[u8],
