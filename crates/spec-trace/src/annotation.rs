@@ -73,7 +73,10 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Annotation>, Vec<SyntaxError>
             if a.quote.is_empty() {
                 errors.push(error(a.line, "a citation without a `//#` quote".into()));
             } else if matches!(a.kind, Kind::Exception | Kind::Duplicate) && a.reason.is_none() {
-                errors.push(error(a.line, "an exception or duplicate without `//= reason=`".into()));
+                errors.push(error(
+                    a.line,
+                    "an exception or duplicate without `//= reason=`".into(),
+                ));
             } else {
                 annotations.push(a);
             }

@@ -281,7 +281,16 @@ pub fn match_citations(
         .flat_map(|r| &r.citations)
         .chain(&informative)
         .filter(|a| a.kind == Kind::Duplicate)
-        .filter(|a| !cited(a.reason.as_deref().unwrap_or("").split_whitespace().next().unwrap_or("")))
+        .filter(|a| {
+            !cited(
+                a.reason
+                    .as_deref()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or(""),
+            )
+        })
         .cloned()
         .collect();
     for a in duplicates {
