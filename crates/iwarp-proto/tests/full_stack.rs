@@ -182,6 +182,9 @@ proptest! {
     //= rfc5044#7.1
     //= type=test
     //# A DDP endpoint MUST be "bound" to the MPA connection at entry to this phase.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# The process MUST be invisible to the ULP.
     fn every_operation_over_mpa(
         ops in prop::collection::vec((op(), any::<bool>()), 1..10),
         crc in any::<bool>(),

@@ -64,6 +64,41 @@ fn send_across_many_segments() {
     dst.assert_canaries();
 }
 
+/// Whatever MULPDU the framing layer reports, no segment exceeds the
+/// 64768 octets MPA carries: a 100,000-octet Send under a MULPDU of
+/// 70,000 goes out in segments of at most 64768.
+//= draft-ietf-rddp-mpa-01#3.2
+//= type=test
+//# The sending DDP MUST NOT post a ULPDU larger than 64768 octets to
+//# MPA.
+#[test]
+fn no_segment_exceeds_the_largest_ulpdu() {
+    let mut p = Pair::new(11);
+    p.a.qp.set_mulpdu(70_000);
+    assert_eq!(p.a.qp.mulpdu(), 64768);
+    let data = pattern(100_000, 5);
+    let src = p.a.region(100_000, 0, Access::empty(), 0);
+    src.fill(&data);
+    let dst = p.b.region(100_000, 0, Access::LOCAL_WRITE, 0);
+    p.b.qp.post_recv(1, dst.sge(0, 100_000)).unwrap();
+    p.a.qp
+        .post_send(2, src.sge(0, 100_000), SendFlags::default())
+        .unwrap();
+    let segments = p.a.transmit_all();
+    assert_eq!(segments.len(), 2);
+    assert!(
+        segments.iter().all(|s| s.len() <= 64768),
+        "{:?}",
+        segments.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    for s in &segments {
+        common::feed(&mut p.b.qp, s, &mut p.rng).unwrap();
+    }
+    p.drive();
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    assert_eq!(dst.bytes(), data);
+}
+
 #[test]
 fn send_with_solicited_event_and_invalidate() {
     let mut p = Pair::new(2);

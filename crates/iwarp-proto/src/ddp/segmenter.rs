@@ -49,6 +49,11 @@ impl Segmenter {
     /// of this model (a segment is header plus payload, at most MULPDU).
     /// `None` once done. A MULPDU too small for any payload still makes
     /// progress by one octet, so a caller bug cannot loop forever.
+    //= draft-ietf-rddp-mpa-01#3.2
+    //# DDP SHOULD limit each record size to MULPDU.
+    //= draft-ietf-rddp-mpa-01#5.3.2
+    //# DDP SHOULD provide ULPDUs that are as large as possible, but less than or equal to
+    //# MULPDU.
     pub fn next_segment(&mut self, mulpdu: usize, header_len: usize) -> Option<SegmentSpan> {
         if self.done {
             return None;
@@ -71,6 +76,13 @@ mod tests {
     use super::*;
 
     #[test]
+    //= draft-ietf-rddp-mpa-01#3.2
+    //= type=test
+    //# DDP SHOULD limit each record size to MULPDU.
+    //= draft-ietf-rddp-mpa-01#5.3.2
+    //= type=test
+    //# DDP SHOULD provide ULPDUs that are as large as possible, but less than or equal to
+    //# MULPDU.
     fn rfc_examples() {
         // RFC 5041 §5.2: 2048 octets untagged, MULPDU 1500: 1482 + 566.
         let mut s = Segmenter::new(2048);

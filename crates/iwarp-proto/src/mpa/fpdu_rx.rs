@@ -169,6 +169,15 @@ impl FpduReceiver {
     //= rfc5044#7.1.1
     //# When CRCs are not in use, the CRC field MUST be considered valid for FPDU checking
     //# regardless of its contents.
+    //= draft-ietf-rddp-mpa-01#4
+    //# When CRCs are not enabled, this field is still present, may contain any value, and MUST
+    //# NOT be checked.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //# When an FPDU is received, and CRC checking is enabled, the receiver MUST first perform
+    //# the following: 1) Calculate the CRC of the incoming FPDU in the same fashion as defined
+    //# above.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //# If not, the receiver MUST treat the FPDU as an invalid FPDU.
     fn finish_fpdu(&mut self) -> Result<(), MpaError> {
         if self.crc_enabled {
             let received = crc::from_wire(self.crc_field);
@@ -274,6 +283,9 @@ impl Deframer for FpduReceiver {
                     //# In an ordered TCP stream, the ULPDU Length field in the current FPDU
                     //# when FPDU has a valid CRC, can be used to identify the beginning of the
                     //# next FPDU.
+                    //= draft-ietf-rddp-mpa-01#5.4.1
+                    //# However, MPA receivers MUST NOT depend on FPDU Alignment on TCP segment
+                    //# boundaries.
                     self.ulpdu_len = u16::from_be_bytes(self.header) as usize;
                     self.field = Field::Ulpdu {
                         remaining: self.ulpdu_len,
@@ -285,6 +297,15 @@ impl Deframer for FpduReceiver {
                         used,
                         Some(FramingEvent::Begin {
                             header_len: 0,
+                            //= draft-ietf-rddp-mpa-01#3.2
+                            //# On receive, MPA MUST pass each ULPDU with its length to DDP when
+                            //# it has been validated.
+                            //= draft-ietf-rddp-mpa-01#5.1
+                            //# MPA Receivers MUST preserve ULPDU boundaries when passing data
+                            //# to DDP.
+                            //= draft-ietf-rddp-mpa-01#5.1
+                            //# MPA Receivers MUST pass the ULPDU data and the ULPDU Length to
+                            //# DDP and not the markers, headers, and CRC.
                             payload_len: self.ulpdu_len,
                         }),
                     ));

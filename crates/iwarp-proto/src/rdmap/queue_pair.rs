@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::ddp::UNTAGGED_HEADER_LEN;
+use crate::framing::mulpdu::MAX_ULPDU;
 use crate::framing::LlpErrorCode;
 use crate::memory::{Access, MemoryTable, RegionSlice, STag};
 
@@ -144,7 +145,7 @@ impl QueuePair {
             cfg,
             table,
             state: QpState::ReadyToSend,
-            mulpdu: cfg.mulpdu.max(Self::MIN_MULPDU),
+            mulpdu: cfg.mulpdu.clamp(Self::MIN_MULPDU, MAX_ULPDU),
             sq_slots: VecDeque::with_capacity(sq),
             sq_base: 0,
             sq_pending: VecDeque::with_capacity(sq),
@@ -186,9 +187,13 @@ impl QueuePair {
     /// Sets the MULPDU (the framing layer computes it, RFC 5044 §4.5):
     /// every segment from now on is at most this long. Values below
     /// [`QueuePair::MIN_MULPDU`] are raised to it, so that the largest
-    /// Terminate fits one segment (MPA never offers less than 128).
+    /// Terminate fits one segment (MPA never offers less than 128); values
+    /// above 64768 are lowered to it, the largest ULPDU MPA carries.
+    //= draft-ietf-rddp-mpa-01#3.2
+    //# The sending DDP MUST NOT post a ULPDU larger than 64768 octets to
+    //# MPA.
     pub fn set_mulpdu(&mut self, mulpdu: usize) {
-        self.mulpdu = mulpdu.max(Self::MIN_MULPDU);
+        self.mulpdu = mulpdu.clamp(Self::MIN_MULPDU, MAX_ULPDU);
     }
 
     /// The smallest MULPDU the engine works with: an untagged header and

@@ -47,6 +47,9 @@ pub enum Placement {
 /// The most stream octets one FPDU can take: the longest ULPDU, its pad
 /// and CRC, and the markers that can fall among them (one every 508
 /// octets of FPDU, plus one at either end).
+//= draft-ietf-rddp-mpa-01#11.2.2
+//# If the MTU is smaller than 140 octets, the buffer MUST be at least 140 octets long to
+//# support the minimum FPDU size.
 pub const MAX_FPDU_WIRE_LEN: usize = fpdu_len(MAX_ULPDU_LEN)
     + MARKER_LEN * (fpdu_len(MAX_ULPDU_LEN).div_ceil(INTERVAL.get() as usize - MARKER_LEN) + 1);
 

@@ -503,6 +503,8 @@ impl<'a> StartupFrameRepr<'a> {
         //# For this version of the specification, senders MUST set this field to one.
         //= rfc5044#7.1.1
         //# PD_Length: This field MUST contain the length in octets of the Private Data field.
+        //= draft-ietf-rddp-mpa-01#6.1.1
+        //# For this version of the specification senders MUST set this field to zero.
         header[17] = self.revision.wire();
         header[18..20].copy_from_slice(&pd_length.to_be_bytes());
         let (head, rest) = out.split_at_mut(HEADER_LEN);
@@ -750,6 +752,9 @@ mod tests {
     }
 
     #[test]
+    //= draft-ietf-rddp-mpa-01#6.1.1
+    //= type=test
+    //# For this version of the specification senders MUST set this field to zero.
     fn revision_0_carries_65535_octets() {
         let pd: Vec<u8> = (0..65535u32).map(|i| (i % 251) as u8).collect();
         let repr = StartupFrameRepr {

@@ -47,6 +47,13 @@ pub(crate) fn framing(our_m: bool, peer_m: bool, crc: bool) -> FramingParams {
 //= rfc5044#7.1.1
 //# When this bit is '1' in either the MPA Request Frame or MPA Reply Frame, CRCs MUST be
 //# generated and checked by both endpoints.
+//= draft-ietf-rddp-mpa-01#5.2
+//# After receipt of an MPA startup declaration indicating that its peer requires CRCs, an MPA
+//# instance MUST continue generating and checking CRCs until the connection terminates.
+//= draft-ietf-rddp-mpa-01#5.2
+//# If an MPA instance has declared that it does not require CRCs, it MUST turn off CRC checking
+//# immediately after receipt of an MPA mode declaration indicating that its peer also does not
+//# require CRCs.
 pub(crate) fn crc_in_use(policy: CrcPolicy, peer_c: bool) -> bool {
     policy.sends_crc() || peer_c
 }
@@ -80,6 +87,9 @@ pub(crate) fn check_markers(
 /// The revision a responder replies with: the lower of the request's and
 /// its own highest, provided that is not below its lowest (RFC 5044 §7.1.1
 /// Rev: a receiver that cannot interoperate closes).
+//= draft-ietf-rddp-mpa-01#6.1.1
+//# MPA receivers compliant with this version of the specification MUST check this field for
+//# zero, and close the connection and report an error locally if any other value is detected.
 pub(crate) fn responder_revision(
     config: &StartupConfig,
     requested: Revision,
@@ -218,6 +228,15 @@ mod tests {
     //= type=test
     //# When this bit is '1' in either the MPA Request Frame or MPA Reply Frame, CRCs MUST be
     //# generated and checked by both endpoints.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# After receipt of an MPA startup declaration indicating that its peer requires CRCs, an
+    //# MPA instance MUST continue generating and checking CRCs until the connection terminates.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# If an MPA instance has declared that it does not require CRCs, it MUST turn off CRC
+    //# checking immediately after receipt of an MPA mode declaration indicating that its peer
+    //# also does not require CRCs.
     fn crc_is_on_if_either_side_asks() {
         for policy in [CrcPolicy::Required, CrcPolicy::Preferred, CrcPolicy::Off] {
             for peer in [false, true] {

@@ -1035,6 +1035,10 @@ fn last_streaming_message_goes_out_first() {
 //= rfc5044#7.1.1
 //= type=test
 //# MPA receivers compliant with this version of the specification MUST check this field.
+//= draft-ietf-rddp-mpa-01#6.1.1
+//= type=test
+//# MPA receivers compliant with this version of the specification MUST check this field for
+//# zero, and close the connection and report an error locally if any other value is detected.
 fn every_revision_pair() {
     let ranges: Vec<(Revision, Revision)> = Revision::ALL
         .iter()
