@@ -272,6 +272,10 @@ fn pad_and_marker_reserved_octets_are_ignored_but_covered_by_the_crc() {
 //= type=test
 //# the MPA markers MUST be inserted immediately following MPA connection establishment, and at
 //# every 512th octet of the TCP octet stream thereafter.
+//= draft-culley-iwarp-mpa-02#8.1
+//= type=test
+//# In this case the marker MUST be the first four octets sent (this marker has the special
+//# value 0x0000, meaning it belongs to the FPDU that follows).
 fn first_octets_of_full_operation_are_a_zero_marker() {
     // RFC 5044 §7.1.2 rule 7.
     let mut tx = FpduTransmitter::new(BOTH);
