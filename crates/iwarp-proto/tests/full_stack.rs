@@ -185,6 +185,13 @@ proptest! {
     //= draft-ietf-rddp-mpa-01#5.2
     //= type=test
     //# The process MUST be invisible to the ULP.
+    //= rfc5041#3
+    //= type=test
+    //# Any protocol that can serve as an LLP to DDP MUST meet the following requirements.
+    //= rfc5041#8.3.1
+    //= type=test
+    //# The RNIC MUST implement the DDP wire Protocol and perform the security semantics
+    //# described below.
     fn every_operation_over_mpa(
         ops in prop::collection::vec((op(), any::<bool>()), 1..10),
         crc in any::<bool>(),

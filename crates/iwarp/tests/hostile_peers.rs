@@ -292,6 +292,11 @@ async fn peers_closing_during_startup() {
 //= rfc5044#8
 //= type=test
 //# For Error codes 2 and 3, MPA MUST NOT close the TCP connection following a reported error.
+//= rfc5041#6.2.2
+//= type=test
+//# After indicating to the ULP a fatal error has occurred, the DDP Stream MUST NOT be
+//# terminated until the Local Peer ULP indicates to the DDP layer that the DDP Stream should be
+//# abortively torndown.
 async fn bad_crc() {
     watch_panics();
     let (_pd, inbox, opts) = server_side();
@@ -324,6 +329,10 @@ async fn bad_crc() {
 //= type=test
 //# MPA Responder mode implementations MUST receive and validate at least one FPDU before
 //# sending any FPDUs or Markers.
+//= rfc5041#3
+//= type=test
+//# For a specific LLP Connection, when all LLP Streams are either gracefully torn down or are
+//# labeled as erroneous LLP streams, the LLP Connection MUST be torn down.
 async fn bad_crc_in_the_first_fpdu() {
     watch_panics();
     let (_pd, _inbox, opts) = server_side();

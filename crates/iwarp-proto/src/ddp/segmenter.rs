@@ -54,6 +54,14 @@ impl Segmenter {
     //= draft-ietf-rddp-mpa-01#5.3.2
     //# DDP SHOULD provide ULPDUs that are as large as possible, but less than or equal to
     //# MULPDU.
+    //= rfc5041#5.2
+    //# At the Data Source, the DDP layer MUST segment the data contained in a ULP message into
+    //# a series of DDP Segments, where each DDP Segment contains a DDP Header and ULP Payload,
+    //# and MUST be no larger than
+    //= rfc5041#5.2
+    //# At the Data Source, the DDP layer MUST send all the data contained in the ULP message.
+    //= rfc5041#5.2
+    //# A zero-length DDP Message is allowed and MUST consume exactly one DDP Segment.
     pub fn next_segment(&mut self, mulpdu: usize, header_len: usize) -> Option<SegmentSpan> {
         if self.done {
             return None;
@@ -83,6 +91,11 @@ mod tests {
     //= type=test
     //# DDP SHOULD provide ULPDUs that are as large as possible, but less than or equal to
     //# MULPDU.
+    //= rfc5041#5.2
+    //= type=test
+    //# At the Data Source, the DDP layer MUST segment the data contained in a ULP message into
+    //# a series of DDP Segments, where each DDP Segment contains a DDP Header and ULP Payload,
+    //# and MUST be no larger than
     fn rfc_examples() {
         // RFC 5041 §5.2: 2048 octets untagged, MULPDU 1500: 1482 + 566.
         let mut s = Segmenter::new(2048);
@@ -110,6 +123,9 @@ mod tests {
     }
 
     #[test]
+    //= rfc5041#5.2
+    //= type=test
+    //# A zero-length DDP Message is allowed and MUST consume exactly one DDP Segment.
     fn zero_length_is_one_segment() {
         let mut s = Segmenter::new(0);
         assert_eq!(

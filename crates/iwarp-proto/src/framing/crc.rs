@@ -68,6 +68,9 @@ pub const fn from_wire(octets: [u8; 4]) -> u32 {
 //# When CRCs are enabled, the CRC field in the MPA FPDU MUST be computed using the CRC32C
 //# polynomial in the manner described in the iSCSI Protocol [iSCSI] document for Header and
 //# Data Digests.
+//= rfc5041#3
+//# LLP MUST provide a strong digest (at least equivalent to CRC32- C) to cover at least the DDP
+//# Segment.
 pub fn crc32c(bytes: &[u8]) -> u32 {
     crc_fast::checksum(CrcAlgorithm::Crc32Iscsi, bytes) as u32
 }

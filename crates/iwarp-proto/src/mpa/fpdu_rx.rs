@@ -306,6 +306,14 @@ impl Deframer for FpduReceiver {
                             //= draft-ietf-rddp-mpa-01#5.1
                             //# MPA Receivers MUST pass the ULPDU data and the ULPDU Length to
                             //# DDP and not the markers, headers, and CRC.
+                            //= rfc5041#3
+                            //# The LLP MUST preserve DDP Segment and Message boundaries at the
+                            //# Data Sink.
+                            //= rfc5041#3
+                            //# On receive, the LLP MUST provide the length of the DDP Segment
+                            //# received.
+                            //= rfc5041#3
+                            //# The LLP MUST NOT pass a duplicate DDP Segment to the DDP Layer
                             payload_len: self.ulpdu_len,
                         }),
                     ));

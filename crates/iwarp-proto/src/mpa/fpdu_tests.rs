@@ -580,6 +580,19 @@ proptest! {
     //= type=test
     //# MPA MUST encapsulate the ULPDU such that there is exactly one ULPDU contained in one
     //# FPDU.
+    //= rfc5041#3
+    //= type=test
+    //# In the event of a MULPDU change, DDP MUST NOT be required by the LLP to re-segment DDP
+    //# Segments that have been previously posted to the LLP.
+    //= rfc5041#3
+    //= type=test
+    //# The LLP MUST preserve DDP Segment and Message boundaries at the Data Sink.
+    //= rfc5041#3
+    //= type=test
+    //# On receive, the LLP MUST provide the length of the DDP Segment received.
+    //= rfc5041#3
+    //= type=test
+    //# The LLP MUST NOT pass a duplicate DDP Segment to the DDP Layer
     fn round_trip(
         params in params_strategy(),
         ulpdus in ulpdus_strategy(),
@@ -735,6 +748,10 @@ proptest! {
     //= draft-ietf-rddp-mpa-01#5.2
     //= type=test
     //# If not, the receiver MUST treat the FPDU as an invalid FPDU.
+    //= rfc5041#3
+    //= type=test
+    //# LLP MUST provide a strong digest (at least equivalent to CRC32- C) to cover at least the
+    //# DDP Segment.
     fn any_flipped_bit_is_detected_with_crc(
         markers in any::<bool>(),
         ulpdus in prop::collection::vec(

@@ -83,6 +83,11 @@ impl Framer for FpduTransmitter {
     //= draft-ietf-rddp-mpa-01#5.2
     //# The fields which MUST be included in the CRC calculation when sending an FPDU are as
     //# follows
+    //= rfc5041#3
+    //# Any protocol that can serve as an LLP to DDP MUST meet the following requirements.
+    //= rfc5041#3
+    //# In the event of a MULPDU change, DDP MUST NOT be required by the LLP to re-segment DDP
+    //# Segments that have been previously posted to the LLP.
     fn frame(
         &mut self,
         header: &[u8],

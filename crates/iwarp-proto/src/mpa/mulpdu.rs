@@ -50,6 +50,9 @@ mod tests {
     //= type=test
     //# The maximum ULPDU Length for a single ULPDU when markers are NOT present MUST be
     //# computed as: MULPDU = EMSS - (6 + EMSS mod 4)
+    //= rfc5041#3
+    //= type=test
+    //# LLPs MUST expose MULPDU & MULPDU Changes.
     fn ethernet_emss() {
         // 1460 without markers: 1460 - 6 - 0.
         assert_eq!(mulpdu(1460, false), 1454);
