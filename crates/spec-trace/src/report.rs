@@ -87,11 +87,14 @@ pub fn markdown(coverage: &Coverage) -> String {
                                 format!("{kind} `{reason}`")
                             }
                             Some(reason) => format!("{kind}: {reason}"),
-                            None => format!("{kind} `{}:{}`", a.file.display(), a.line),
+                            // Files, not lines: the committed report stays
+                            // current while code moves within a file.
+                            None => format!("{kind} `{}`", a.file.display()),
                         }
                     })
                     .collect();
-                places.dedup();
+                let mut seen = std::collections::HashSet::new();
+                places.retain(|p| seen.insert(p.clone()));
                 if !places.is_empty() {
                     let _ = write!(out, " — {}", places.join("; "));
                 }
@@ -108,11 +111,10 @@ pub fn markdown(coverage: &Coverage) -> String {
         for a in &coverage.informative {
             let _ = writeln!(
                 out,
-                "- `{}#{}` `{}:{}` \"{}\"",
+                "- `{}#{}` `{}` \"{}\"",
                 a.document,
                 a.section,
                 a.file.display(),
-                a.line,
                 a.quote
             );
         }
