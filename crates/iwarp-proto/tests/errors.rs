@@ -203,6 +203,14 @@ fn rdmap(etype: u8, code: u8) -> ProtocolError {
 //= type=test
 //# If an STag is not valid on a DDP Stream, DDP MUST pass the invalid access attempt to the
 //# ULP.
+//= rfc5040#6
+//= type=test
+//# The Terminate Message MUST be the last message sent on the stream.
+//= rfc5040#7
+//= type=test
+//# When an error is detected on the stream, the RDMAP layer MUST send a Terminate Message
+//# naming it, when the LLP is still able to carry one, and complete outstanding work with an
+//# error.
 fn tagged_1_invalid_stag() {
     let mut v = Victim::new();
     let s = tagged(0, true, 0x7777_7700, 0x1000, &[1; 16]);
@@ -339,6 +347,10 @@ fn tagged_invalid_ddp_version() {
 }
 
 #[test]
+//= rfc5040#5.5
+//= type=test
+//# The Data Sink MUST treat a Tagged segment that does not continue the Tagged message in
+//# progress as an error.
 fn tagged_write_continuity() {
     // A second segment of a Write must carry the same STag...
     let mut v = Victim::new();
@@ -417,6 +429,10 @@ fn untagged_1_invalid_qn() {
 }
 
 #[test]
+//= rfc5040#4.3
+//= type=test
+//# Each RDMAP message MUST use the DDP buffer model and the untagged queue number that its
+//# opcode is assigned.
 fn untagged_1_send_on_the_read_queue() {
     let mut v = Victim::new();
     let s = untagged(3, true, 0, 1, 1, 0, &[1; 8]);
@@ -450,6 +466,10 @@ fn untagged_2_no_buffer_posted() {
 }
 
 #[test]
+//= rfc5040#5.2
+//= type=test
+//# A Data Source that receives more RDMA Read Requests than its IRD allows MUST treat it as an
+//# error.
 fn untagged_2_ird_exceeded() {
     let mut v = Victim::with(|c| c.ird = 1);
     let r1 = read_request(1, 5, 0, 8, v.readable.stag.0, 0x8000);
@@ -578,6 +598,10 @@ fn ulpdu_shorter_than_its_ddp_header() {
 // ---- RFC 5040 §7: RDMAP errors ----------------------------------------
 
 #[test]
+//= rfc5040#4.2
+//= type=test
+//# RDMA Version (RV): This field MUST be set to one to indicate the version of the
+//# specification described in this document.
 fn rdmap_invalid_version() {
     let mut v = Victim::new();
     let mut s = send(1, 0, &[1; 8]);
@@ -590,6 +614,9 @@ fn rdmap_invalid_version() {
 //= type=test
 //# At the Data Sink, DDP MUST provide the RsvdULP field to the ULP when the DDP Message is
 //# delivered.
+//= rfc5040#4.3
+//= type=test
+//# Opcodes 1000b to 1111b are reserved; a reserved opcode MUST be treated as an error.
 fn rdmap_unknown_opcode() {
     let mut v = Victim::new();
     let s = untagged(8, true, 0, 0, 1, 0, &[1; 8]);
@@ -597,6 +624,10 @@ fn rdmap_unknown_opcode() {
 }
 
 #[test]
+//= rfc5040#4.3
+//= type=test
+//# Each RDMAP message MUST use the DDP buffer model and the untagged queue number that its
+//# opcode is assigned.
 fn rdmap_opcode_in_the_wrong_buffer_model() {
     let mut v = Victim::new();
     let s = untagged(0, true, 0, 0, 1, 0, &[1; 8]);
@@ -629,6 +660,11 @@ fn rdmap_read_source_base_or_bounds() {
 }
 
 #[test]
+//= rfc5040#7.2
+//= type=test
+//# The Data Source MUST validate the Data Source STag, Tagged Offset and length of an RDMA Read
+//# Request, and access rights to read, before it responds; a failure is a Remote Protection
+//# Error.
 fn rdmap_read_source_access_rights() {
     read_source_error(|v| (v.writable.stag.0, 0x1000, 8), 0x02);
 }
@@ -664,6 +700,10 @@ fn rdmap_read_source_to_wrap() {
 }
 
 #[test]
+//= rfc5040#4.4
+//= type=test
+//# The RDMA Read Request Message MUST be sent as a single DDP Segment on untagged queue 1, with
+//# an MO of zero, carrying the whole Read Request header.
 fn rdmap_malformed_read_request() {
     let mut v = Victim::new();
     let mut r = read_request(1, 5, 0, 8, v.readable.stag.0, 0x8000);
@@ -681,6 +721,10 @@ fn rdmap_send_with_invalidate_of_an_unknown_stag() {
 }
 
 #[test]
+//= rfc5040#5.4
+//= type=test
+//# On a Send with Invalidate, the Data Sink MUST invalidate the STag it names, after placing
+//# the message and before delivering it; if the STag cannot be invalidated, that is an error.
 fn rdmap_send_with_invalidate_of_another_domains_stag() {
     let mut v = Victim::new();
     let other = v.node.table.alloc_pd();
@@ -694,6 +738,10 @@ fn rdmap_send_with_invalidate_of_another_domains_stag() {
 //= rfc5041#4.2
 //= type=test
 //# At the Data Sink, the DDP MUST provide the STag field when the ULP Message is delivered.
+//= rfc5040#5.2
+//= type=test
+//# An RDMA Read Response MUST match the RDMA Read Request outstanding at the head of the queue:
+//# its sink STag, its Tagged Offset and no more than its size.
 fn read_response_must_match_the_outstanding_read() {
     let mk = || {
         let mut v = Victim::new();
@@ -963,6 +1011,10 @@ proptest::proptest! {
 // ---- Terminate received ---------------------------------------------------
 
 #[test]
+//= rfc5040#6
+//= type=test
+//# A Terminate Message MUST NOT be sent in answer to a received Terminate Message; the stream
+//# is then closed.
 fn a_received_terminate_stops_the_stream_and_is_not_answered() {
     let mut v = Victim::new();
     let payload = term(1, 2, 0x02, Some(&send(1, 0, &[0; 4])), false);

@@ -278,6 +278,10 @@ fn segments_of_a_message_carry_its_header_fields() {
 //= type=test
 //# At the Data Sink, DDP MUST provide the RsvdULP Field of the DDP Message to the ULP when the
 //# DDP Message is delivered.
+//= rfc5040#5.4
+//= type=test
+//# On a Send with Invalidate, the Data Sink MUST invalidate the STag it names, after placing
+//# the message and before delivering it; if the STag cannot be invalidated, that is an error.
 fn send_with_solicited_event_and_invalidate() {
     let mut p = Pair::new(2);
     let victim = p.b.region(64, 0, RW, 0);
@@ -361,6 +365,9 @@ fn rdma_write_and_read() {
 }
 
 #[test]
+//= rfc5040#5
+//= type=test
+//# Zero-length RDMA Write, RDMA Read and Send Messages are valid and MUST be supported.
 fn zero_length_operations() {
     let mut p = Pair::new(4);
     let dst = p.b.region(8, 0, Access::LOCAL_WRITE, 0);
@@ -399,6 +406,9 @@ fn zero_length_operations() {
 }
 
 #[test]
+//= rfc5040#5.2
+//= type=test
+//# The Data Sink MUST NOT have more RDMA Read Requests outstanding than the ORD it was given.
 fn ord_limits_outstanding_reads_and_completions_keep_order() {
     let mut p = Pair::with(5, |c| c.ord = 2);
     let remote = p.b.region(100, 0, Access::REMOTE_READ, 5);
@@ -429,6 +439,14 @@ fn ord_limits_outstanding_reads_and_completions_keep_order() {
 }
 
 #[test]
+//= rfc5040#5.2
+//= type=test
+//# The Data Source MUST send its RDMA Read Response Messages in the order in which it received
+//# the RDMA Read Request Messages.
+//= rfc5040#5.5
+//= type=test
+//# A Tagged message MUST NOT be interleaved with another Tagged message on the same stream: all
+//# segments of an RDMA Write or RDMA Read Response are sent before the next message starts.
 fn read_responses_interleave_with_the_responders_sends() {
     let mut p = Pair::new(6);
     p.b.qp.set_mulpdu(100);

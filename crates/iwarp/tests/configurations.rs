@@ -263,6 +263,10 @@ async fn peer_to_peer(rtr: RtrType) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc6581#4
+//= type=test
+//# The Initiator MUST send the selected zero-length RTR message as its first FPDU, which lets
+//# the Responder send.
 async fn revision_2_peer_to_peer_write_rtr() {
     peer_to_peer(RtrType::Write).await;
 }

@@ -32,7 +32,7 @@ pub fn summary(coverage: &Coverage) -> String {
         let name = if doc.has_text() {
             doc.info.id.to_string()
         } else {
-            format!("{} (quotes cited)", doc.info.id)
+            format!("{} (stated, not checked)", doc.info.id)
         };
         let _ = write!(out, "| {name} | {total} |");
         for s in STATUSES {

@@ -62,6 +62,8 @@ impl Segmenter {
     //# At the Data Source, the DDP layer MUST send all the data contained in the ULP message.
     //= rfc5041#5.2
     //# A zero-length DDP Message is allowed and MUST consume exactly one DDP Segment.
+    //= rfc5040#5
+    //# Zero-length RDMA Write, RDMA Read and Send Messages are valid and MUST be supported.
     pub fn next_segment(&mut self, mulpdu: usize, header_len: usize) -> Option<SegmentSpan> {
         if self.done {
             return None;

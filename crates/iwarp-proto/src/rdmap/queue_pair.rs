@@ -488,6 +488,12 @@ impl QueuePair {
     //# Since each of these errors represents a failure of the sending ULP or protocol, DDP
     //# SHOULD enable the ULP to send one additional DDP Message before terminating the DDP
     //# Stream.
+    //= rfc5040#6
+    //# The Terminate Message MUST be the last message sent on the stream.
+    //= rfc5040#7
+    //# When an error is detected on the stream, the RDMAP layer MUST send a Terminate Message
+    //# naming it, when the LLP is still able to carry one, and complete outstanding work with
+    //# an error.
     pub(super) fn fail(&mut self, error: ProtocolError, term: TerminateMessage, culprit: Culprit) {
         if self.is_failed() {
             return;
@@ -501,6 +507,9 @@ impl QueuePair {
 
     /// The peer's Terminate arrived: stop, report, flush; no Terminate goes
     /// back: the stream is already dead at the peer.
+    //= rfc5040#6
+    //# A Terminate Message MUST NOT be sent in answer to a received Terminate Message; the
+    //# stream is then closed.
     pub(super) fn terminated_by_peer(&mut self, msg: TerminateMessage) {
         if self.is_failed() {
             return;

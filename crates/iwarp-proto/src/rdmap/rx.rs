@@ -249,6 +249,11 @@ impl QueuePair {
         self.rx.header = Some(header);
         let payload_len = self.rx.ulpdu_len - header.buffer_len();
         let control = header.rsvd_ulp();
+        //= rfc5040#4.2
+        //# RDMA Version (RV): This field MUST be set to one to indicate the version of the
+        //# specification described in this document.
+        //= rfc5040#4.3
+        //# Opcodes 1000b to 1111b are reserved; a reserved opcode MUST be treated as an error.
         // RFC 5040 §4.2: RV must be 1; the opcode must be defined and use
         // the buffer model it is defined for.
         if control_version(control) != RDMAP_VERSION {
@@ -296,6 +301,12 @@ impl QueuePair {
     //= rfc5041#7.1
     //# For non-zero length Tagged DDP Segments, the segment MUST be validated before Placement
     //# by verifying: 1.
+    //= rfc5040#5.5
+    //# The Data Sink MUST treat a Tagged segment that does not continue the Tagged message in
+    //# progress as an error.
+    //= rfc5040#5.2
+    //# An RDMA Read Response MUST match the RDMA Read Request outstanding at the head of the
+    //# queue: its sink STag, its Tagged Offset and no more than its size.
     fn check_tagged(
         &mut self,
         opcode: Opcode,
@@ -434,6 +445,9 @@ impl QueuePair {
             QN_READ_REQUEST => {
                 // Check 2: the "buffers" of QN 1 are the IRD slots; with
                 // IRD 0 there are none.
+                //= rfc5040#5.2
+                //# A Data Source that receives more RDMA Read Requests than its IRD allows MUST
+                //# treat it as an error.
                 if self.irq.len() >= self.cfg.ird {
                     return Err(held(untagged(UntaggedError::NoBuffer), Culprit::None));
                 }
@@ -473,6 +487,10 @@ impl QueuePair {
         }
         match opcode {
             Opcode::ReadRequest if !h.last || len != READ_REQUEST_LEN => {
+                //= rfc5040#4.4
+                //# The RDMA Read Request Message MUST be sent as a single DDP Segment on
+                //# untagged queue 1, with an MO of zero, carrying the whole Read Request
+                //# header.
                 // RFC 5040 §4.4: one segment carrying the whole header.
                 Err(held(operation(OperationError::Unspecified), Culprit::None))
             }
@@ -701,6 +719,10 @@ impl QueuePair {
     //= rfc5041#5.4
     //# At the Data Sink, DDP MUST provide the RsvdULP Field of the DDP Message to the ULP when
     //# the DDP Message is delivered.
+    //= rfc5040#5.4
+    //# On a Send with Invalidate, the Data Sink MUST invalidate the STag it names, after
+    //# placing the message and before delivering it; if the STag cannot be invalidated, that is
+    //# an error.
     fn deliver_send(&mut self, opcode: Opcode, h: &UntaggedHeader) -> Result<(), Pending> {
         let byte_len = self.rx.send_progress;
         self.rx.send_progress = 0;
@@ -750,6 +772,10 @@ impl QueuePair {
     /// RFC 5040 §5.2 and §7: the responder checks the data source (valid,
     /// associated, readable remotely, in bounds, no wrap) and queues the
     /// response. A zero-length Read's source is not checked.
+    //= rfc5040#7.2
+    //# The Data Source MUST validate the Data Source STag, Tagged Offset and length of an RDMA
+    //# Read Request, and access rights to read, before it responds; a failure is a Remote
+    //# Protection Error.
     fn accept_read_request(&mut self) -> Result<(), Pending> {
         // The length was checked at the header: never refused here.
         let request = ReadRequest::parse_bytes(&self.rx.inline[..self.rx.inline_len])

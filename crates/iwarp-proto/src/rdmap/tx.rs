@@ -110,8 +110,18 @@ impl QueuePair {
     //= rfc5041#4.2
     //# MUST be the value supplied by the ULP. The Data Source MUST ensure that each DDP Segment
     //# within a specific DDP Message contains the same value for this field.
+    //= rfc5040#5.2
+    //# The Data Source MUST send its RDMA Read Response Messages in the order in which it
+    //# received the RDMA Read Request Messages.
+    //= rfc5040#5.5
+    //# A Tagged message MUST NOT be interleaved with another Tagged message on the same stream:
+    //# all segments of an RDMA Write or RDMA Read Response are sent before the next message
+    //# starts.
     fn start_message(&mut self) -> bool {
         let sq_ready = match self.sq_pending.front() {
+            //= rfc5040#5.2
+            //# The Data Sink MUST NOT have more RDMA Read Requests outstanding than the ORD it
+            //# was given.
             Some(SqWork::Read { .. }) => self.orq.len() < self.cfg.ord,
             Some(_) => true,
             None => false,

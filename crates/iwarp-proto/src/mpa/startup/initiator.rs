@@ -238,6 +238,9 @@ impl Initiator {
     /// IRD, code 0x06; no matching RTR type, code 0x07) sends a Terminate
     /// with the code as its first FPDU, framed as the Reply settled, and
     /// then closes. It is queued for [`StartupMachine::poll_transmit`].
+    //= rfc6581#9
+    //# An Initiator that cannot use a valid Reply MUST send a Terminate Message carrying the
+    //# LLP error code as its first FPDU before it closes.
     fn queue_terminate(&mut self, framing: FramingParams, code: LlpErrorCode) {
         let (ulpdu, len) = TerminateMessage::new(ProtocolError::Llp(code)).to_ulpdu(1);
         let ulpdu = &ulpdu[..len];

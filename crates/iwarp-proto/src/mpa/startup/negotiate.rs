@@ -127,6 +127,9 @@ pub(crate) fn check_reply_revision(
 
 /// The responder's IRD and ORD (RFC 6581): the initiator's ORD becomes its
 /// IRD and the initiator's IRD its ORD, each limited by what it has.
+//= rfc6581#7.1
+//# The Responder MUST NOT reply with an IRD greater than the Initiator's ORD, nor an ORD
+//# greater than the Initiator's IRD, and limits both to what it supports.
 pub(crate) fn responder_ird_ord(initiator: IrdOrd, limits: IrdOrd) -> IrdOrd {
     IrdOrd {
         ird: initiator.ord.min(limits.ird),
@@ -144,6 +147,9 @@ pub(crate) fn responder_ird_ord(initiator: IrdOrd, limits: IrdOrd) -> IrdOrd {
 /// raises our IRD to it, as Linux siw does (siw_proc_mpareply). Either
 /// way the connection never starts with an IRD that would refuse, with a
 /// Terminate later, a Read the responder was entitled to send.
+//= rfc6581#7.1
+//# An Initiator whose IRD is less than the Responder's ORD MUST either raise its IRD or
+//# terminate the connection with the insufficient IRD error.
 pub(crate) fn initiator_ird_ord(
     ours: IrdOrd,
     reply: IrdOrd,
@@ -177,6 +183,9 @@ pub(crate) fn usable_rtr(types: RtrTypes, role: Role, ird_ord: Option<IrdOrd>) -
 
 /// The RTR type a responder picks: one the initiator offered and the
 /// responder accepts, preferring Write, then Read, then Send.
+//= rfc6581#4
+//# In peer-to-peer mode the Responder MUST select exactly one of the RTR message types the
+//# Initiator offered, or reject the connection.
 pub(crate) fn select_rtr(offered: RtrTypes, acceptable: RtrTypes) -> Option<RtrType> {
     let both = offered.intersection(acceptable);
     RtrType::PREFERENCE.into_iter().find(|t| both.contains(*t))
@@ -191,6 +200,9 @@ pub(crate) fn select_rtr(offered: RtrTypes, acceptable: RtrTypes) -> Option<RtrT
 /// the initiator sends the one the responder would prefer (Write, then
 /// Read, then Send), since every selected type is one the responder said
 /// it accepts.
+//= rfc6581#4
+//# An Initiator that receives no RTR type it offered MUST terminate the connection with the no
+//# matching RTR model error.
 pub(crate) fn check_reply_rtr(
     offered: RtrTypes,
     reply: Option<&EnhancedData>,
@@ -312,6 +324,10 @@ mod tests {
     }
 
     #[test]
+    //= rfc6581#7.1
+    //= type=test
+    //# The Responder MUST NOT reply with an IRD greater than the Initiator's ORD, nor an ORD
+    //# greater than the Initiator's IRD, and limits both to what it supports.
     fn ird_ord_swap_and_clamp() {
         // Initiator IRD 4 / ORD 32; responder has 16/16.
         let r = responder_ird_ord(IrdOrd::new(4, 32), IrdOrd::new(16, 16));
@@ -415,6 +431,10 @@ mod tests {
     }
 
     #[test]
+    //= rfc6581#4
+    //= type=test
+    //# In peer-to-peer mode the Responder MUST select exactly one of the RTR message types the
+    //# Initiator offered, or reject the connection.
     fn reply_must_pick_a_type_offered() {
         let offered = RtrTypes::WRITE_READ;
         let pick = |rtr| EnhancedData {

@@ -81,6 +81,9 @@ pub struct Established {
 
 impl Established {
     /// The RTR message this end must send as its first FPDU, if any.
+    //= rfc6581#4
+    //# The Initiator MUST send the selected zero-length RTR message as its first FPDU, which
+    //# lets the Responder send.
     pub fn rtr_to_send(&self) -> Option<RtrType> {
         match self.role {
             Role::Initiator => self.rtr,

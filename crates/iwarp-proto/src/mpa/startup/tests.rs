@@ -1368,6 +1368,10 @@ fn application_may_grant_less_never_more() {
 }
 
 #[test]
+//= rfc6581#7.1
+//= type=test
+//# An Initiator whose IRD is less than the Responder's ORD MUST either raise its IRD or
+//# terminate the connection with the insufficient IRD error.
 fn insufficient_ird_strict_and_relaxed() {
     let now = Instant::now();
     // Our IRD 4; the responder's ORD 16 (above) and IRD 16.
@@ -1437,6 +1441,10 @@ fn deframe(framing: FramingParams, wire: &[u8]) -> Vec<Vec<u8>> {
 /// markers or CRC it will not do) gets none: RFC 5044 §7.1.2 rule 3
 /// closes.
 #[test]
+//= rfc6581#9
+//= type=test
+//# An Initiator that cannot use a valid Reply MUST send a Terminate Message carrying the LLP
+//# error code as its first FPDU before it closes.
 fn initiator_terminates_after_a_valid_reply_it_cannot_use() {
     let now = Instant::now();
     let strict = StartupConfig {
@@ -1598,6 +1606,10 @@ fn no_p2p_means_no_rtr() {
 }
 
 #[test]
+//= rfc6581#4
+//= type=test
+//# An Initiator that receives no RTR type it offered MUST terminate the connection with the no
+//# matching RTR model error.
 fn initiator_checks_the_replys_rtr_selection() {
     let now = Instant::now();
     let config = StartupConfig {
