@@ -68,14 +68,7 @@ fn first_send_is_octet_for_octet_what_siw_sends() {
 fn send_across_many_segments() {
     let mut p = Pair::new(1);
     p.a.qp.set_mulpdu(128);
-    let data = pattern(5000, 3);
-    let src = p.a.region(5000, 0x1000, Access::empty(), 0);
-    src.fill(&data);
-    let dst = p.b.region(6000, 0x9000, Access::LOCAL_WRITE, 0);
-    p.b.qp.post_recv(7, dst.sge(0, 6000)).unwrap();
-    p.a.qp
-        .post_send(8, src.sge(0, 5000), SendFlags::default())
-        .unwrap();
+    let (dst, data) = post_one_send(&mut p, 5000, 6000);
     p.drive();
     assert!(p.errors.is_empty(), "{:?}", p.errors);
     assert_eq!(&dst.bytes()[..5000], &data[..]);
@@ -96,14 +89,7 @@ fn no_segment_exceeds_the_largest_ulpdu() {
     let mut p = Pair::new(11);
     p.a.qp.set_mulpdu(70_000);
     assert_eq!(p.a.qp.mulpdu(), 64768);
-    let data = pattern(100_000, 5);
-    let src = p.a.region(100_000, 0, Access::empty(), 0);
-    src.fill(&data);
-    let dst = p.b.region(100_000, 0, Access::LOCAL_WRITE, 0);
-    p.b.qp.post_recv(1, dst.sge(0, 100_000)).unwrap();
-    p.a.qp
-        .post_send(2, src.sge(0, 100_000), SendFlags::default())
-        .unwrap();
+    let (dst, data) = post_one_send(&mut p, 100_000, 100_000);
     let segments = p.a.transmit_all();
     assert_eq!(segments.len(), 2);
     assert!(
@@ -680,4 +666,19 @@ proptest! {
         }
         prop_assert_eq!(p.a.qp.state(), QpState::ReadyToSend);
     }
+}
+
+/// Posts, from A to B, a receive of `recv_len` octets (work request 7)
+/// and a Send of `len` patterned octets (work request 8); returns B's
+/// receive region and the data sent.
+fn post_one_send(p: &mut Pair, len: usize, recv_len: usize) -> (common::Region, Vec<u8>) {
+    let data = pattern(len, 3);
+    let src = p.a.region(len, 0x1000, Access::empty(), 0);
+    src.fill(&data);
+    let dst = p.b.region(recv_len, 0x9000, Access::LOCAL_WRITE, 0);
+    p.b.qp.post_recv(7, dst.sge(0, recv_len)).unwrap();
+    p.a.qp
+        .post_send(8, src.sge(0, len), SendFlags::default())
+        .unwrap();
+    (dst, data)
 }
