@@ -173,6 +173,44 @@ fn rdmap(etype: u8, code: u8) -> ProtocolError {
 // ---- RFC 5041 §7.1, tagged buffer model ------------------------------
 
 #[test]
+//= rfc5041#4.2
+//= type=test
+//# The STag MUST be valid for this DDP Stream.
+//= rfc5041#7.1
+//= type=test
+//# For non-zero length Tagged DDP Segments, the segment MUST be validated before Placement by
+//# verifying: 1.
+//= rfc5041#7.1
+//= type=test
+//# If the DDP layer detects any of the receive errors listed in this section, it MUST cease
+//# placing the remainder of the DDP Segment and report the error(s) to the ULP.
+//= rfc5041#7.1
+//= type=test
+//# The DDP layer SHOULD include in the error report the DDP Header, the type of error, and the
+//# length of the DDP segment, if available.
+//= rfc5041#7.1
+//= type=test
+//# DDP MUST silently drop any subsequent incoming DDP Segments.
+//= rfc5041#7.1
+//= type=test
+//# Since each of these errors represents a failure of the sending ULP or protocol, DDP SHOULD
+//# enable the ULP to send one additional DDP Message before terminating the DDP Stream.
+//= rfc5041#6.2.2
+//= type=test
+//# Thus any of the following fatal errors on a DDP Stream MUST cause DDP to indicate to the ULP
+//# that a fatal error has occurred
+//= rfc5041#8.3
+//= type=test
+//# If an STag is not valid on a DDP Stream, DDP MUST pass the invalid access attempt to the
+//# ULP.
+//= rfc5040#6
+//= type=test
+//# The Terminate Message MUST be the last message sent on the stream.
+//= rfc5040#7
+//= type=test
+//# When an error is detected on the stream, the RDMAP layer MUST send a Terminate Message
+//# naming it, when the LLP is still able to carry one, and complete outstanding work with an
+//# error.
 fn tagged_1_invalid_stag() {
     let mut v = Victim::new();
     let s = tagged(0, true, 0x7777_7700, 0x1000, &[1; 16]);
@@ -197,6 +235,15 @@ fn tagged_1_invalidated_stag() {
 }
 
 #[test]
+//= rfc5041#8.2
+//= type=test
+//# For an incoming DDP Segment of a Tagged DDP Message on a DDP Stream, if the PD ID of the DDP
+//# Stream is not the same as the PD ID of the STag targeted by the Tagged DDP Message, then the
+//# DDP Segment is not placed and the DDP layer MUST surface a local error to the ULP.
+//= rfc5041#8.3.1
+//= type=test
+//# An RNIC MUST ensure that a specific DDP Stream in a specific Protection Domain cannot access
+//# an STag in a different Protection Domain.
 fn tagged_1_stag_of_another_protection_domain() {
     let mut v = Victim::new();
     let other = v.node.table.alloc_pd();
@@ -208,6 +255,16 @@ fn tagged_1_stag_of_another_protection_domain() {
 }
 
 #[test]
+//= rfc5041#8.2
+//= type=test
+//# In this case, for an incoming DDP Segment of a Tagged DDP Message on a DDP Stream, if the
+//# DDP Stream ID of the DDP Stream is not the same as the DDP Stream ID of the STag targeted by
+//# the Tagged DDP Message, then the DDP Segment is not placed and the DDP layer MUST surface a
+//# local error to the ULP.
+//= rfc5041#8.3.1
+//= type=test
+//# An RNIC MUST ensure that if an STag is limited in scope to a single DDP Stream, no other DDP
+//# Stream can use the STag.
 fn tagged_1_stag_bound_to_another_stream() {
     let mut v = Victim::new();
     let buf = MemoryBuffer::new(64);
@@ -224,6 +281,10 @@ fn tagged_1_stag_bound_to_another_stream() {
 //# The following error numbers MUST be used when reporting errors to
 //# the ULP.
 #[test]
+//= rfc5041#8.3.1
+//= type=test
+//# An RNIC MUST provide a mechanism for the ULP to establish and revoke read, write, or read
+//# and write access to the ULP Buffer referenced by an STag.
 fn tagged_2_no_remote_write_right() {
     // Tagged check 2 (a buffer that allows Placement) fails: DDP tagged
     // buffer error, invalid STag (the table has no access-rights code), as
@@ -241,6 +302,10 @@ fn read_source_without_the_read_right_is_rdmaps_to_report() {
 }
 
 #[test]
+//= rfc5041#8.3.1
+//= type=test
+//# An RNIC MUST ensure that a Remote Peer is not able to access memory outside of the buffer
+//# specified when the STag was enabled for remote access.
 fn tagged_3_to_below_the_region() {
     let mut v = Victim::new();
     let s = tagged(0, true, v.writable.stag.0, 0xfff, &[1; 16]);
@@ -248,6 +313,10 @@ fn tagged_3_to_below_the_region() {
 }
 
 #[test]
+//= rfc5041#8.3.1
+//= type=test
+//# An RNIC MUST ensure that a Remote Peer is not able to access memory outside of the buffer
+//# specified when the STag was enabled for remote access.
 fn tagged_4_end_beyond_the_region() {
     let mut v = Victim::new();
     let s = tagged(0, true, v.writable.stag.0, 0x1000 + 250, &[1; 7]);
@@ -265,6 +334,10 @@ fn tagged_5_to_wrap() {
 }
 
 #[test]
+//= rfc5041#4.1
+//= type=test
+//# The value of DV MUST be the same for all the DDP Segments transmitted or received on a DDP
+//# Stream.
 fn tagged_invalid_ddp_version() {
     let mut v = Victim::new();
     let mut s = tagged(0, true, v.writable.stag.0, 0x1000, &[1; 16]);
@@ -274,6 +347,10 @@ fn tagged_invalid_ddp_version() {
 }
 
 #[test]
+//= rfc5040#5.5
+//= type=test
+//# The Data Sink MUST treat a Tagged segment that does not continue the Tagged message in
+//# progress as an error.
 fn tagged_write_continuity() {
     // A second segment of a Write must carry the same STag...
     let mut v = Victim::new();
@@ -296,6 +373,12 @@ fn tagged_write_continuity() {
 }
 
 #[test]
+//= rfc5041#5.2
+//= type=test
+//# Only the DDP Control and RsvdULP Fields MUST be valid for a zero length Tagged DDP Segment.
+//= rfc5041#5.2
+//= type=test
+//# The STag and TO fields MUST NOT be checked for a zero-length Tagged DDP Message.
 fn zero_length_tagged_segments_are_not_checked() {
     let mut v = Victim::new();
     v.feed(&tagged(0, true, 0xdead_beef, u64::MAX, &[]))
@@ -305,6 +388,10 @@ fn zero_length_tagged_segments_are_not_checked() {
 }
 
 #[test]
+//= rfc5041#7.1
+//= type=test
+//# If the DDP layer detects any of the receive errors listed in this section, it MUST cease
+//# placing the remainder of the DDP Segment and report the error(s) to the ULP.
 fn stag_invalidated_in_the_middle_of_a_segment_stops_placement() {
     use iwarp_proto::framing::UlpduSink;
     let mut v = Victim::new();
@@ -326,6 +413,10 @@ fn stag_invalidated_in_the_middle_of_a_segment_stops_placement() {
 // ---- RFC 5041 §7.1, untagged buffer model ----------------------------
 
 #[test]
+//= rfc5041#7.1
+//= type=test
+//# For non-zero length Untagged DDP Segments, the DDP Segment MUST be validated before
+//# Placement by verifying: 1.
 fn untagged_1_invalid_qn() {
     let mut v = Victim::new();
     let s = untagged(3, true, 0, 5, 1, 0, &[1; 8]);
@@ -338,6 +429,10 @@ fn untagged_1_invalid_qn() {
 }
 
 #[test]
+//= rfc5040#4.3
+//= type=test
+//# Each RDMAP message MUST use the DDP buffer model and the untagged queue number that its
+//# opcode is assigned.
 fn untagged_1_send_on_the_read_queue() {
     let mut v = Victim::new();
     let s = untagged(3, true, 0, 1, 1, 0, &[1; 8]);
@@ -349,6 +444,13 @@ fn untagged_1_send_on_the_read_queue() {
 }
 
 #[test]
+//= rfc5041#7.1
+//= type=test
+//# Implementers note: DDP implementations SHOULD consider lack of an associated buffer as a
+//# system fault.
+//= rfc5041#7.1
+//= type=test
+//# DDP implementations SHOULD NOT permit system faults to occur repeatedly or frequently.
 fn untagged_2_no_buffer_posted() {
     // No RNR in iWARP: a Send with no posted receive is fatal.
     let mut v = Victim::new();
@@ -364,6 +466,10 @@ fn untagged_2_no_buffer_posted() {
 }
 
 #[test]
+//= rfc5040#5.2
+//= type=test
+//# A Data Source that receives more RDMA Read Requests than its IRD allows MUST treat it as an
+//# error.
 fn untagged_2_ird_exceeded() {
     let mut v = Victim::with(|c| c.ird = 1);
     let r1 = read_request(1, 5, 0, 8, v.readable.stag.0, 0x8000);
@@ -467,6 +573,10 @@ fn untagged_5_read_request_msn() {
 }
 
 #[test]
+//= rfc5041#4.1
+//= type=test
+//# The value of DV MUST be the same for all the DDP Segments transmitted or received on a DDP
+//# Stream.
 fn untagged_invalid_ddp_version() {
     let mut v = Victim::new();
     let mut s = send(1, 0, &[1; 8]);
@@ -488,6 +598,10 @@ fn ulpdu_shorter_than_its_ddp_header() {
 // ---- RFC 5040 §7: RDMAP errors ----------------------------------------
 
 #[test]
+//= rfc5040#4.2
+//= type=test
+//# RDMA Version (RV): This field MUST be set to one to indicate the version of the
+//# specification described in this document.
 fn rdmap_invalid_version() {
     let mut v = Victim::new();
     let mut s = send(1, 0, &[1; 8]);
@@ -496,6 +610,13 @@ fn rdmap_invalid_version() {
 }
 
 #[test]
+//= rfc5041#4.2
+//= type=test
+//# At the Data Sink, DDP MUST provide the RsvdULP field to the ULP when the DDP Message is
+//# delivered.
+//= rfc5040#4.3
+//= type=test
+//# Opcodes 1000b to 1111b are reserved; a reserved opcode MUST be treated as an error.
 fn rdmap_unknown_opcode() {
     let mut v = Victim::new();
     let s = untagged(8, true, 0, 0, 1, 0, &[1; 8]);
@@ -503,6 +624,10 @@ fn rdmap_unknown_opcode() {
 }
 
 #[test]
+//= rfc5040#4.3
+//= type=test
+//# Each RDMAP message MUST use the DDP buffer model and the untagged queue number that its
+//# opcode is assigned.
 fn rdmap_opcode_in_the_wrong_buffer_model() {
     let mut v = Victim::new();
     let s = untagged(0, true, 0, 0, 1, 0, &[1; 8]);
@@ -535,6 +660,11 @@ fn rdmap_read_source_base_or_bounds() {
 }
 
 #[test]
+//= rfc5040#7.2
+//= type=test
+//# The Data Source MUST validate the Data Source STag, Tagged Offset and length of an RDMA Read
+//# Request, and access rights to read, before it responds; a failure is a Remote Protection
+//# Error.
 fn rdmap_read_source_access_rights() {
     read_source_error(|v| (v.writable.stag.0, 0x1000, 8), 0x02);
 }
@@ -570,6 +700,10 @@ fn rdmap_read_source_to_wrap() {
 }
 
 #[test]
+//= rfc5040#4.4
+//= type=test
+//# The RDMA Read Request Message MUST be sent as a single DDP Segment on untagged queue 1, with
+//# an MO of zero, carrying the whole Read Request header.
 fn rdmap_malformed_read_request() {
     let mut v = Victim::new();
     let mut r = read_request(1, 5, 0, 8, v.readable.stag.0, 0x8000);
@@ -587,6 +721,10 @@ fn rdmap_send_with_invalidate_of_an_unknown_stag() {
 }
 
 #[test]
+//= rfc5040#5.4
+//= type=test
+//# On a Send with Invalidate, the Data Sink MUST invalidate the STag it names, after placing
+//# the message and before delivering it; if the STag cannot be invalidated, that is an error.
 fn rdmap_send_with_invalidate_of_another_domains_stag() {
     let mut v = Victim::new();
     let other = v.node.table.alloc_pd();
@@ -597,6 +735,13 @@ fn rdmap_send_with_invalidate_of_another_domains_stag() {
 }
 
 #[test]
+//= rfc5041#4.2
+//= type=test
+//# At the Data Sink, the DDP MUST provide the STag field when the ULP Message is delivered.
+//= rfc5040#5.2
+//= type=test
+//# An RDMA Read Response MUST match the RDMA Read Request outstanding at the head of the queue:
+//# its sink STag, its Tagged Offset and no more than its size.
 fn read_response_must_match_the_outstanding_read() {
     let mk = || {
         let mut v = Victim::new();
@@ -686,6 +831,13 @@ fn read_sink_invalidated_before_the_response() {
 // ---- LLP errors -----------------------------------------------------------
 
 #[test]
+//= rfc5044#8
+//= type=test
+//# The following errors MUST be detected by MPA and the codes SHOULD be provided to DDP or
+//# other Consumer
+//= rfc5041#7
+//= type=test
+//# All LLP errors reported to DDP SHOULD be passed up to the ULP.
 fn llp_errors_terminate_with_layer_2() {
     for code in [
         LlpErrorCode::CrcError,
@@ -716,6 +868,11 @@ fn llp_errors_terminate_with_layer_2() {
 }
 
 #[test]
+//= rfc5041#6.2.1
+//= type=test
+//# If the DDP layer on the Local Peer receives a graceful teardown request from the LLP, any
+//# further data received after the request is considered an error and MUST cause the DDP Stream
+//# to be abortively torn down.
 fn feeding_after_the_llp_closed_is_ignored() {
     // A caller that goes on feeding the ULPDU in progress after
     // `handle_llp_closed` (a misuse: the stream is gone) must not make the
@@ -854,6 +1011,10 @@ proptest::proptest! {
 // ---- Terminate received ---------------------------------------------------
 
 #[test]
+//= rfc5040#6
+//= type=test
+//# A Terminate Message MUST NOT be sent in answer to a received Terminate Message; the stream
+//# is then closed.
 fn a_received_terminate_stops_the_stream_and_is_not_answered() {
     let mut v = Victim::new();
     let payload = term(1, 2, 0x02, Some(&send(1, 0, &[0; 4])), false);

@@ -179,6 +179,19 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     #[test]
+    //= rfc5044#7.1
+    //= type=test
+    //# A DDP endpoint MUST be "bound" to the MPA connection at entry to this phase.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# The process MUST be invisible to the ULP.
+    //= rfc5041#3
+    //= type=test
+    //# Any protocol that can serve as an LLP to DDP MUST meet the following requirements.
+    //= rfc5041#8.3.1
+    //= type=test
+    //# The RNIC MUST implement the DDP wire Protocol and perform the security semantics
+    //# described below.
     fn every_operation_over_mpa(
         ops in prop::collection::vec((op(), any::<bool>()), 1..10),
         crc in any::<bool>(),

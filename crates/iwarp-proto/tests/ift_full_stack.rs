@@ -197,6 +197,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     #[test]
+    //= rfc5041#3
+    //= type=test
+    //# Any protocol that can serve as an LLP to DDP MUST meet the following requirements.
     fn every_operation_over_ift(
         ops in prop::collection::vec((op(), any::<bool>()), 1..10),
         bits_a in any::<u8>(),

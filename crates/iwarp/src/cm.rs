@@ -159,6 +159,9 @@ enum Settled {
 /// A VTag for a new IFT connection. draft-williams-iwarp-ift-01 §4.2: it
 /// SHOULD be random; std's hasher keys come from the operating system's
 /// random source, which is plenty for a 16-bit tag.
+//= draft-williams-iwarp-ift-01#4.2
+//# The sender's VTag is a 16 bit value that SHOULD be selected at random using a good random
+//# number generator.
 fn random_vtag() -> u16 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -640,5 +643,22 @@ impl ConnectRequest {
             }
         }
         Ok(self.stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each connection draws its own VTag: eight in a row are not all the
+    /// same (the chance that they would be, drawn at random, is 2^-112).
+    //= draft-williams-iwarp-ift-01#4.2
+    //= type=test
+    //# The sender's VTag is a 16 bit value that SHOULD be selected at
+    //# random using a good random number generator.
+    #[test]
+    fn vtags_are_drawn_at_random() {
+        let first = random_vtag();
+        assert!((0..7).any(|_| random_vtag() != first));
     }
 }

@@ -16,6 +16,15 @@ use iwarp_proto::framing::mulpdu::DEFAULT_EMSS;
 /// The EMSS is `TCP_MAXSEG` as the kernel reports it for the connected
 /// socket; when the platform cannot say, MPA's default of 1460 octets
 /// (draft-ietf-rddp-mpa-01 §3.1.1).
+//= rfc5044#5.1
+//# MPA transmitters SHOULD also use whatever facilities the TCP stack presents to cause the TCP
+//# transmitter to start TCP segments at FPDU boundaries.
+//= draft-ietf-rddp-mpa-01#3.1.1
+//# If the transmit side TCP implementation is not able to segment the TCP stream as indicated
+//# above, MPA SHOULD make a best effort to achieve that result.
+//= draft-ietf-rddp-mpa-01#5.3
+//# Implementation note: To achieve the previous segmentation rule, TCP's Nagle [RFC0896]
+//# algorithm SHOULD be disabled.
 pub(crate) fn prepare(stream: &TcpStream, nodelay: bool) -> io::Result<usize> {
     stream.set_nodelay(nodelay)?;
     Ok(emss(stream))
@@ -47,6 +56,18 @@ mod tests {
     use tokio::net::TcpListener;
 
     #[tokio::test]
+    //= rfc5044#5.1
+    //= type=test
+    //# MPA transmitters SHOULD also use whatever facilities the TCP stack presents to cause the
+    //# TCP transmitter to start TCP segments at FPDU boundaries.
+    //= draft-ietf-rddp-mpa-01#3.1.1
+    //= type=test
+    //# If the transmit side TCP implementation is not able to segment the TCP stream as
+    //# indicated above, MPA SHOULD make a best effort to achieve that result.
+    //= draft-ietf-rddp-mpa-01#5.3
+    //= type=test
+    //# Implementation note: To achieve the previous segmentation rule, TCP's Nagle [RFC0896]
+    //# algorithm SHOULD be disabled.
     async fn loopback_socket_reports_an_emss_and_takes_nodelay() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

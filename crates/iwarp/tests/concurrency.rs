@@ -262,6 +262,10 @@ async fn one_queue_for_sixteen_busy_connections() {
 /// back by RFC 5044 §7.1.2 rule 4 until the initiator's first FPDU, has
 /// its work queued, and one more is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.2
+//= type=test
+//# MPA Responder mode implementations MUST receive and validate at least one FPDU before
+//# sending any FPDUs or Markers.
 async fn a_full_send_queue_refuses_more() {
     let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
     let server_cfg = Config {

@@ -73,6 +73,10 @@ async fn revision_1_without_crc() {
 
 /// RFC 5044 §7.1.1: CRC is on for both directions when either end asks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.1
+//= type=test
+//# When this bit is '1' in either the MPA Request Frame or MPA Reply Frame, CRCs MUST be
+//# generated and checked by both endpoints.
 async fn crc_asked_for_by_one_side_is_used_both_ways() {
     let (c, s) = run(
         Config::with_revision(Revision::Rev1).crc(CrcPolicy::Off),
@@ -91,6 +95,9 @@ async fn crc_asked_for_by_one_side_is_used_both_ways() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.1
+//= type=test
+//# When '1' Markers MUST be added as described in Section 4.3, MPA Markers.
 async fn markers_required_by_the_initiator() {
     let (c, s) = run(
         Config::with_revision(Revision::Rev1).markers_on_receive(true),
@@ -256,6 +263,10 @@ async fn peer_to_peer(rtr: RtrType) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc6581#4
+//= type=test
+//# The Initiator MUST send the selected zero-length RTR message as its first FPDU, which lets
+//# the Responder send.
 async fn revision_2_peer_to_peer_write_rtr() {
     peer_to_peer(RtrType::Write).await;
 }

@@ -275,6 +275,11 @@ async fn a_terminate_out_of_layout_is_not_answered() {
 /// the octets that already followed the Reply, so that the application
 /// can go on in streaming mode (or drop it to close).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.2
+//= type=test
+//# If the MPA Reply Frame is properly formatted but is the Private Data is not acceptable, or
+//# if the Rejected Connection bit is set to '1', the implementation MUST exit MPA, leaving the
+//# TCP connection open.
 async fn a_rejected_initiator_gets_its_stream_back() {
     watch_panics();
     let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -95,6 +95,10 @@ const SEND_LEN: usize = 64 * 1024;
 /// peer then reads everything, and every Send arrives whole and in order,
 /// and every post completes successfully.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= draft-ietf-rddp-mpa-01#5.3
+//= type=test
+//# Once an ULPDU is provided to MPA, the MPA on TCP sender MUST transmit it or fail the
+//# connection; it cannot be repudiated.
 async fn a_peer_that_stops_reading_loses_nothing() {
     watch_panics();
     let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -99,6 +99,13 @@ async fn mpa_revision_2_default() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= draft-culley-iwarp-mpa-02#7.1
+//= type=test
+//# MPA senders MUST insert a marker into the data stream at a 512 octet periodic interval in
+//# the TCP Sequence Number Space.
+//= draft-culley-iwarp-mpa-02#7.2
+//= type=test
+//# When sending an FPDU, the sender MUST include a valid CRC field.
 async fn immediate_start_has_markers_and_crc_both_ways() {
     let (c, _) = exchange(Config::immediate_start()).await;
     assert_eq!(c.framing, iwarp::FramingParams::IMMEDIATE_START);

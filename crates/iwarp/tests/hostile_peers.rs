@@ -78,6 +78,10 @@ fn server_side() -> (ProtectionDomain, iwarp::MemoryRegion, QpOptions) {
 /// RFC 5044 §7.1.2 rule 5: a Request with a bad key is closed without an
 /// answer, and our listener never offers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.1
+//= type=test
+//# Responder mode receivers MUST check this field for the same value, and close the connection
+//# and report an error locally if any other value is detected.
 async fn bad_key_to_our_listener() {
     watch_panics();
     let mut listener = Listener::bind("127.0.0.1:0", Config::default())
@@ -118,6 +122,10 @@ fn req_addr(qp: &QueuePair) -> std::net::SocketAddr {
 /// key it saw, and the connection is closed. The Request it sent is
 /// checked octet for octet on the way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.1
+//= type=test
+//# Initiator mode receivers MUST check this field for the same value, and close the connection
+//# and report an error locally if any other value is detected.
 async fn bad_key_to_our_initiator() {
     watch_panics();
     let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -281,6 +289,14 @@ async fn peers_closing_during_startup() {
 /// no header copies), then the close; the receive still posted is
 /// flushed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#8
+//= type=test
+//# For Error codes 2 and 3, MPA MUST NOT close the TCP connection following a reported error.
+//= rfc5041#6.2.2
+//= type=test
+//# After indicating to the ULP a fatal error has occurred, the DDP Stream MUST NOT be
+//# terminated until the Local Peer ULP indicates to the DDP layer that the DDP Stream should be
+//# abortively torndown.
 async fn bad_crc() {
     watch_panics();
     let (_pd, inbox, opts) = server_side();
@@ -309,6 +325,14 @@ async fn bad_crc() {
 /// responder to send anything before it has validated an FPDU, so no
 /// Terminate; the connection is closed and the receives flushed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.2
+//= type=test
+//# MPA Responder mode implementations MUST receive and validate at least one FPDU before
+//# sending any FPDUs or Markers.
+//= rfc5041#3
+//= type=test
+//# For a specific LLP Connection, when all LLP Streams are either gracefully torn down or are
+//# labeled as erroneous LLP streams, the LLP Connection MUST be torn down.
 async fn bad_crc_in_the_first_fpdu() {
     watch_panics();
     let (_pd, _inbox, opts) = server_side();
@@ -326,6 +350,10 @@ async fn bad_crc_in_the_first_fpdu() {
 /// code 0x03. Our end asked for markers; CRC is off, so the marker is the
 /// only thing wrong.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#8
+//= type=test
+//# If the FPDU start determined from previous ULPDU Length fields does not match with the MPA
+//# Marker position, MPA SHOULD deliver an error to DDP.
 async fn marker_disagreeing_with_the_lengths() {
     watch_panics();
     let (pd, _inbox, opts) = server_side();

@@ -65,6 +65,10 @@ async fn the_request_shows_the_peer_before_the_decision() {
 /// responder's private data; the responder keeps the TCP connection,
 /// which the initiator, dropping the error, then closes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.2
+//= type=test
+//# The Responder SHOULD return an MPA Reply Frame with the "Reject Connection" bit set to '1'
+//# if the validation of the Private Data is not acceptable to the ULP.
 async fn reject_with_private_data() {
     let mut listener = Listener::bind("127.0.0.1:0", Config::default())
         .await
@@ -380,6 +384,10 @@ async fn drop_without_disconnect() {
 /// With an idle timeout, a connection on which nothing arrives is
 /// declared lost; its receives are flushed and the peer sees it close.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//= rfc5044#7.1.2
+//= type=test
+//# ULPs SHOULD implement a reasonable timeout while waiting for FPDUs, ULPDUs, and application
+//# level messages to guard against application failures and certain denial-of-service attacks.
 async fn the_idle_timeout_ends_a_silent_connection() {
     let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
     let inbox = region(&cpd, 10);

@@ -20,6 +20,10 @@ pub enum Kind {
     Test,
     /// It is deliberately not implemented, for the given reason.
     Exception,
+    /// A seed draft's requirement that says what a later document's
+    /// requirement says; the reason names that one (`rfc5044#7.1.2`),
+    /// which carries the citations.
+    Duplicate,
 }
 
 /// One citation.
@@ -35,7 +39,8 @@ pub struct Annotation {
     pub section: String,
     /// What it says about the requirement.
     pub kind: Kind,
-    /// Why it is an exception (only for [`Kind::Exception`]).
+    /// Why it is an exception, or which requirement it duplicates (only
+    /// for [`Kind::Exception`] and [`Kind::Duplicate`]).
     pub reason: Option<String>,
     /// The quoted text, lines joined by single spaces.
     pub quote: String,
@@ -67,8 +72,11 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Annotation>, Vec<SyntaxError>
             a.quote = crate::spec::normalize(quote.iter().map(String::as_str));
             if a.quote.is_empty() {
                 errors.push(error(a.line, "a citation without a `//#` quote".into()));
-            } else if a.kind == Kind::Exception && a.reason.is_none() {
-                errors.push(error(a.line, "an exception without `//= reason=`".into()));
+            } else if matches!(a.kind, Kind::Exception | Kind::Duplicate) && a.reason.is_none() {
+                errors.push(error(
+                    a.line,
+                    "an exception or duplicate without `//= reason=`".into(),
+                ));
             } else {
                 annotations.push(a);
             }
@@ -89,6 +97,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Annotation>, Vec<SyntaxError>
                         ("type", "implementation") => a.kind = Kind::Implementation,
                         ("type", "test") => a.kind = Kind::Test,
                         ("type", "exception") => a.kind = Kind::Exception,
+                        ("type", "duplicate") => a.kind = Kind::Duplicate,
                         ("reason", reason) if !reason.is_empty() => {
                             a.reason = Some(reason.to_string())
                         }
@@ -133,16 +142,18 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Annotation>, Vec<SyntaxError>
 const SKIPPED: &[&str] = &["target", ".git", "spec-trace"];
 
 /// Finds the citations in every `.rs` file under `crates/` and `fuzz/`,
-/// and in `spec/exceptions.txt`, of the repository at `root`. Paths in
-/// the result are relative to `root`.
+/// and in `spec/exceptions.txt` and `spec/duplicates.txt`, of the
+/// repository at `root`. Paths in the result are relative to `root`.
 pub fn scan_repository(root: &Path) -> std::io::Result<(Vec<Annotation>, Vec<SyntaxError>)> {
     let mut files = Vec::new();
     for dir in ["crates", "fuzz"] {
         collect_rust_files(&root.join(dir), &mut files)?;
     }
-    let exceptions = root.join("spec").join("exceptions.txt");
-    if exceptions.exists() {
-        files.push(exceptions);
+    for name in ["exceptions.txt", "duplicates.txt"] {
+        let listed = root.join("spec").join(name);
+        if listed.exists() {
+            files.push(listed);
+        }
     }
     files.sort();
     let mut annotations = Vec::new();

@@ -35,6 +35,9 @@ pub enum Status {
     Untested,
     /// Documented as deliberately not implemented.
     Exception,
+    /// A seed draft's requirement that a later document's requirement,
+    /// cited there, restates.
+    Duplicate,
     /// Not cited at all.
     NotCited,
 }
@@ -47,6 +50,7 @@ impl Status {
             Self::TestOnly => "tested (implementation not cited)",
             Self::Untested => "implemented, NOT TESTED",
             Self::Exception => "not implemented (exception)",
+            Self::Duplicate => "same as a later document's",
             Self::NotCited => "not cited",
         }
     }
@@ -60,12 +64,14 @@ impl RequirementCoverage {
             has(Kind::Implementation),
             has(Kind::Test),
             has(Kind::Exception),
+            has(Kind::Duplicate),
         ) {
-            (true, true, _) => Status::Tested,
-            (true, false, _) => Status::Untested,
-            (false, true, _) => Status::TestOnly,
-            (false, false, true) => Status::Exception,
-            (false, false, false) => Status::NotCited,
+            (true, true, _, _) => Status::Tested,
+            (true, false, _, _) => Status::Untested,
+            (false, true, _, _) => Status::TestOnly,
+            (false, false, true, _) => Status::Exception,
+            (false, false, false, true) => Status::Duplicate,
+            (false, false, false, false) => Status::NotCited,
         }
     }
 
@@ -93,6 +99,9 @@ pub enum Problem {
     QuoteNotFound(Annotation),
     /// A requirement cited as implemented that no test cites.
     Untested(String),
+    /// A duplicate whose reason does not name a section of a document
+    /// with a text in which some requirement is cited.
+    DuplicateOfNothing(Annotation),
 }
 
 impl std::fmt::Display for Problem {
@@ -119,6 +128,12 @@ impl std::fmt::Display for Problem {
                 a.quote
             ),
             Self::Untested(id) => write!(f, "{id} is cited as implemented but no test cites it"),
+            Self::DuplicateOfNothing(a) => write!(
+                f,
+                "{}: a duplicate of `{}`, which names no section with a cited requirement",
+                at(a),
+                a.reason.as_deref().unwrap_or("")
+            ),
         }
     }
 }
@@ -250,6 +265,39 @@ pub fn match_citations(
             problems.push(Problem::Untested(format!("{} \"{}\"", r.id(), r.text)));
         }
     }
+    // A duplicate must point at a section whose requirements are cited:
+    // the citations it leans on must exist.
+    let cited = |target: &str| {
+        let (document, section) = target.split_once('#').unwrap_or((target, ""));
+        requirements.iter().any(|r| {
+            r.document == document
+                && r.section == section
+                && r.index > 0
+                && matches!(r.status(), Status::Tested | Status::Exception)
+        })
+    };
+    let duplicates: Vec<Annotation> = requirements
+        .iter()
+        .flat_map(|r| &r.citations)
+        .chain(&informative)
+        .filter(|a| a.kind == Kind::Duplicate)
+        .filter(|a| {
+            !cited(
+                a.reason
+                    .as_deref()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or(""),
+            )
+        })
+        .cloned()
+        .collect();
+    for a in duplicates {
+        if !problems.contains(&Problem::DuplicateOfNothing(a.clone())) {
+            problems.push(Problem::DuplicateOfNothing(a));
+        }
+    }
     Coverage {
         documents,
         requirements,
@@ -307,6 +355,22 @@ mod tests {
         );
         assert_eq!(c.requirements[0].status(), Status::Exception);
         assert_eq!(c.requirements[1].status(), Status::Exception);
+    }
+
+    #[test]
+    fn duplicates_lean_on_a_cited_section() {
+        let duplicate = "//= rfc5044#7.1\n//= type=duplicate\n//= reason=rfc5044#7.1 rule 1\n//# The receiver SHOULD wait.\n";
+        let c = run(&format!(
+            "{duplicate}\n//= rfc5044#7.1\n//# The sender MUST send.\n\n//= rfc5044#7.1\n//= type=test\n//# The sender MUST send.\n"
+        ));
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert_eq!(c.requirements[1].status(), Status::Duplicate);
+        // Nothing cited where it points: the duplicate leans on nothing.
+        let c = run(duplicate);
+        assert!(matches!(
+            c.problems.as_slice(),
+            [Problem::DuplicateOfNothing(_)]
+        ));
     }
 
     #[test]

@@ -13,7 +13,10 @@
 //! A citation is an implementation by default; `//= type=test` after the
 //! target line marks a test, and `//= type=exception` with
 //! `//= reason=...` documents a requirement that is deliberately not
-//! implemented (these may also live in `spec/exceptions.txt`). The quoted
+//! implemented (these may also live in `spec/exceptions.txt`).
+//! `//= type=duplicate` with `//= reason=rfc5044#7.1.2` marks a seed
+//! draft's requirement that a later document restates, in a section that
+//! is cited itself (these live in `spec/duplicates.txt`). The quoted
 //! text must appear in that section of that document (whitespace and line
 //! breaks aside), so a citation cannot drift from the text it claims.
 //!

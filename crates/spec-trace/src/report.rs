@@ -5,11 +5,12 @@ use std::fmt::Write;
 use crate::coverage::{Coverage, Status};
 
 /// Every status, in the order a report lists them.
-const STATUSES: [Status; 5] = [
+const STATUSES: [Status; 6] = [
     Status::Tested,
     Status::TestOnly,
     Status::Untested,
     Status::Exception,
+    Status::Duplicate,
     Status::NotCited,
 ];
 
@@ -31,7 +32,7 @@ pub fn summary(coverage: &Coverage) -> String {
         let name = if doc.has_text() {
             doc.info.id.to_string()
         } else {
-            format!("{} (quotes cited)", doc.info.id)
+            format!("{} (stated, not checked)", doc.info.id)
         };
         let _ = write!(out, "| {name} | {total} |");
         for s in STATUSES {
@@ -79,14 +80,21 @@ pub fn markdown(coverage: &Coverage) -> String {
                             crate::Kind::Implementation => "code",
                             crate::Kind::Test => "test",
                             crate::Kind::Exception => "exception",
+                            crate::Kind::Duplicate => "same as",
                         };
                         match &a.reason {
+                            Some(reason) if a.kind == crate::Kind::Duplicate => {
+                                format!("{kind} `{reason}`")
+                            }
                             Some(reason) => format!("{kind}: {reason}"),
-                            None => format!("{kind} `{}:{}`", a.file.display(), a.line),
+                            // Files, not lines: the committed report stays
+                            // current while code moves within a file.
+                            None => format!("{kind} `{}`", a.file.display()),
                         }
                     })
                     .collect();
-                places.dedup();
+                let mut seen = std::collections::HashSet::new();
+                places.retain(|p| seen.insert(p.clone()));
                 if !places.is_empty() {
                     let _ = write!(out, " — {}", places.join("; "));
                 }
@@ -103,11 +111,10 @@ pub fn markdown(coverage: &Coverage) -> String {
         for a in &coverage.informative {
             let _ = writeln!(
                 out,
-                "- `{}#{}` `{}:{}` \"{}\"",
+                "- `{}#{}` `{}` \"{}\"",
                 a.document,
                 a.section,
                 a.file.display(),
-                a.line,
                 a.quote
             );
         }

@@ -180,6 +180,9 @@ impl SegmentHeader {
     pub fn parse<T: AsRef<[u8]>>(segment: &Segment<T>) -> Result<Self, HeaderError> {
         Truncated::check(segment.b(), segment.header_len().max(1))?;
         let tagged = segment.tagged();
+        //= rfc5041#4.1
+        //# The value of DV MUST be the same for all the DDP Segments transmitted or received on
+        //# a DDP Stream.
         if segment.version() != DDP_VERSION {
             return Err(HeaderError::Version(if tagged {
                 DdpError::Tagged(TaggedError::InvalidVersion)
@@ -232,6 +235,17 @@ impl SegmentHeader {
 
     /// Writes the header, DV = 1 and reserved bits zero (§4.1), into the
     /// start of `buf`; returns its length.
+    //= rfc5041#4.1
+    //# This field MUST be set to zero on transmit, and not checked on receive.
+    //= rfc5041#4.1
+    //# This field MUST be set to one to indicate the version of the specification described in
+    //# this document.
+    //= rfc5041#4.2
+    //# Figure 4 shows the DDP Header format that MUST be used in all DDP Segments that target
+    //# Tagged Buffers.
+    //= rfc5041#4.3
+    //# Figure 5 shows the DDP Header format that MUST be used in all DDP Segments that target
+    //# Untagged Buffers.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Truncated> {
         let out = Truncated::room(buf, self.buffer_len())?;
         match self {
@@ -280,6 +294,10 @@ mod tests {
     use super::*;
 
     #[test]
+    //= rfc5041#4.3
+    //= type=test
+    //# Figure 5 shows the DDP Header format that MUST be used in all DDP Segments that target
+    //# Untagged Buffers.
     fn siw_send_header() {
         // siw-observed.md: rping's first Send, after the MPA length.
         let octets = [
@@ -309,6 +327,10 @@ mod tests {
     }
 
     #[test]
+    //= rfc5041#4.2
+    //= type=test
+    //# Figure 4 shows the DDP Header format that MUST be used in all DDP Segments that target
+    //# Tagged Buffers.
     fn tagged_round_trip_every_field() {
         let h = SegmentHeader::Tagged(TaggedHeader {
             last: false,
@@ -329,6 +351,23 @@ mod tests {
             (STag(0x0102_0304), 0x1112_1314_1516_1718)
         );
         assert_eq!(h.to_bytes().1, 14);
+    }
+
+    /// The control octet's reserved bits are not checked on receive: a
+    /// header with all four set parses as the same header without them,
+    /// and emitting it sends them as zero.
+    //= rfc5041#4.1
+    //= type=test
+    //# This field MUST be set to zero on transmit, and not checked on
+    //# receive.
+    #[test]
+    fn reserved_control_bits_are_not_checked() {
+        let mut octets = [0xc1u8, 0x40, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0x20];
+        let clean = SegmentHeader::parse(&Segment::new_checked(&octets[..]).unwrap()).unwrap();
+        octets[0] |= 0x3c;
+        let seen = SegmentHeader::parse(&Segment::new_checked(&octets[..]).unwrap()).unwrap();
+        assert_eq!(seen, clean);
+        assert_eq!(seen.to_bytes().0[0], 0xc1);
     }
 
     #[test]

@@ -7,6 +7,9 @@
 //! memory table) are RDMAP state; they are cited there check by check.
 
 mod error;
+//= rfc5041#8.3.1
+//# The RNIC MUST implement the DDP wire Protocol and perform the security semantics described
+//# below.
 pub mod header;
 pub mod pretty;
 mod segmenter;

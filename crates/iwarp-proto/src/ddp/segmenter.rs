@@ -49,6 +49,21 @@ impl Segmenter {
     /// of this model (a segment is header plus payload, at most MULPDU).
     /// `None` once done. A MULPDU too small for any payload still makes
     /// progress by one octet, so a caller bug cannot loop forever.
+    //= draft-ietf-rddp-mpa-01#3.2
+    //# DDP SHOULD limit each record size to MULPDU.
+    //= draft-ietf-rddp-mpa-01#5.3.2
+    //# DDP SHOULD provide ULPDUs that are as large as possible, but less than or equal to
+    //# MULPDU.
+    //= rfc5041#5.2
+    //# At the Data Source, the DDP layer MUST segment the data contained in a ULP message into
+    //# a series of DDP Segments, where each DDP Segment contains a DDP Header and ULP Payload,
+    //# and MUST be no larger than
+    //= rfc5041#5.2
+    //# At the Data Source, the DDP layer MUST send all the data contained in the ULP message.
+    //= rfc5041#5.2
+    //# A zero-length DDP Message is allowed and MUST consume exactly one DDP Segment.
+    //= rfc5040#5
+    //# Zero-length RDMA Write, RDMA Read and Send Messages are valid and MUST be supported.
     pub fn next_segment(&mut self, mulpdu: usize, header_len: usize) -> Option<SegmentSpan> {
         if self.done {
             return None;
@@ -71,6 +86,18 @@ mod tests {
     use super::*;
 
     #[test]
+    //= draft-ietf-rddp-mpa-01#3.2
+    //= type=test
+    //# DDP SHOULD limit each record size to MULPDU.
+    //= draft-ietf-rddp-mpa-01#5.3.2
+    //= type=test
+    //# DDP SHOULD provide ULPDUs that are as large as possible, but less than or equal to
+    //# MULPDU.
+    //= rfc5041#5.2
+    //= type=test
+    //# At the Data Source, the DDP layer MUST segment the data contained in a ULP message into
+    //# a series of DDP Segments, where each DDP Segment contains a DDP Header and ULP Payload,
+    //# and MUST be no larger than
     fn rfc_examples() {
         // RFC 5041 §5.2: 2048 octets untagged, MULPDU 1500: 1482 + 566.
         let mut s = Segmenter::new(2048);
@@ -98,6 +125,9 @@ mod tests {
     }
 
     #[test]
+    //= rfc5041#5.2
+    //= type=test
+    //# A zero-length DDP Message is allowed and MUST consume exactly one DDP Segment.
     fn zero_length_is_one_segment() {
         let mut s = Segmenter::new(0);
         assert_eq!(

@@ -64,6 +64,13 @@ pub const fn from_wire(octets: [u8; 4]) -> u32 {
 
 /// CRC32c of one byte slice.
 #[inline]
+//= draft-ietf-rddp-mpa-01#5.2
+//# When CRCs are enabled, the CRC field in the MPA FPDU MUST be computed using the CRC32C
+//# polynomial in the manner described in the iSCSI Protocol [iSCSI] document for Header and
+//# Data Digests.
+//= rfc5041#3
+//# LLP MUST provide a strong digest (at least equivalent to CRC32- C) to cover at least the DDP
+//# Segment.
 pub fn crc32c(bytes: &[u8]) -> u32 {
     crc_fast::checksum(CrcAlgorithm::Crc32Iscsi, bytes) as u32
 }
@@ -73,6 +80,11 @@ mod tests {
     use super::*;
 
     #[test]
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# When CRCs are enabled, the CRC field in the MPA FPDU MUST be computed using the CRC32C
+    //# polynomial in the manner described in the iSCSI Protocol [iSCSI] document for Header and
+    //# Data Digests.
     fn known_vector_iscsi() {
         // RFC 3720 appendix B.4: 32 octets of zeros give 0x8A9136AA.
         assert_eq!(crc32c(&[0u8; 32]), 0x8A91_36AA);

@@ -146,6 +146,8 @@ pub trait Deframer {
 /// error stops it; returns the octets consumed. Copies nothing: the sink
 /// sees slices of `input`, and the runs between the markers of `input`
 /// arrive together in one [`UlpduSink::ulpdu_data_vectored`] call.
+//= draft-ietf-rddp-mpa-01#5.2
+//# The process MUST be invisible to the ULP.
 pub fn receive<D: Deframer + ?Sized, S: UlpduSink>(
     deframer: &mut D,
     input: &[u8],

@@ -62,6 +62,8 @@ pub trait Framer {
     /// The largest segment (DDP header and payload) that fits, framed,
     /// one TCP segment of `emss` octets: the MULPDU, within the bounds of
     /// [`super::mulpdu`].
+    //= rfc5041#3
+    //# LLPs MUST expose MULPDU & MULPDU Changes.
     fn mulpdu(&self, emss: usize) -> usize;
 
     /// Stream offset of the next octet this framer will produce.

@@ -9,6 +9,12 @@
 /// An MPA (LLP layer) error code for the Terminate message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+//= rfc5044#8
+//# The following errors MUST be detected by MPA and the codes SHOULD be provided to DDP or
+//# other Consumer
+//= rfc6581#9
+//# The MPA error codes are extended by 0x05 local catastrophic error, 0x06 insufficient IRD
+//# resources and 0x07 no matching RTR model, which MUST be used for these errors.
 pub enum LlpErrorCode {
     /// TCP connection closed, terminated or lost (RFC 5044 §8 code 1).
     ConnectionLost = 0x01,
@@ -74,6 +80,10 @@ mod tests {
     use super::*;
 
     #[test]
+    //= rfc6581#9
+    //= type=test
+    //# The MPA error codes are extended by 0x05 local catastrophic error, 0x06 insufficient IRD
+    //# resources and 0x07 no matching RTR model, which MUST be used for these errors.
     fn codes_round_trip() {
         for code in 0..=255u8 {
             match LlpErrorCode::from_code(code) {

@@ -25,6 +25,13 @@ pub const DEFAULT_MULPDU: usize = clamp(DEFAULT_EMSS, 6);
 
 /// The MULPDU for an EMSS of which `overhead` octets go to framing:
 /// `emss - overhead`, clamped to [`MIN_MULPDU`]..=[`MAX_ULPDU`].
+//= draft-ietf-rddp-mpa-01#3.2
+//# The range of MULPDU values MUST be between 128 octets and 64768 octets, inclusive.
+//= draft-ietf-rddp-mpa-01#5.3.2
+//# the MPA on TCP sender MUST NOT shrink the MULPDU below 128 octets
+//= draft-ietf-rddp-mpa-01#5.3.2
+//# If one or more FPDUs are already packed into a TCP segment, such that the remaining room is
+//# less than 128 octets, MPA MUST NOT provide a MULPDU smaller than 128.
 pub const fn clamp(emss: usize, overhead: usize) -> usize {
     let raw = emss.saturating_sub(overhead);
     if raw < MIN_MULPDU {

@@ -261,6 +261,8 @@ impl IftReceiver {
     /// The headers passed the header CRC (if any): check the VTag, then
     /// begin the payload. The VTag is checked after the CRC so that a VTag
     /// damaged in transit is reported as the CRC error it is.
+    //= draft-williams-iwarp-ift-01#4.2
+    //# If not set, the receiver MUST NOT do speculative placement.
     fn header_verified(&mut self) -> Result<FramingEvent, IftRxError> {
         let found = IftHeaderView::new_unchecked(&self.ift_header).vtag();
         if found != self.params.vtag {

@@ -309,6 +309,9 @@ fn vtag_mismatch_is_an_error_and_a_damaged_vtag_a_crc_error() {
 }
 
 #[test]
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# If not set, the receiver MUST NOT do speculative placement.
 fn header_crc_is_checked_before_any_octet_is_passed() {
     let frame = (vec![0x41; 18], vec![0x99; 1000]);
     let mut tx = IftTransmitter::new(BOTH);

@@ -210,6 +210,9 @@ mod tests {
     }
 
     #[test]
+    //= rfc5041#3
+    //= type=test
+    //# LLPs MUST expose MULPDU & MULPDU Changes.
     fn mulpdu_leaves_room_for_header_crcs_and_markers() {
         // 6-octet header plus the CRCs in use, no pad.
         assert_eq!(tx(true, true, None).mulpdu(1460), 1460 - 14);

@@ -269,6 +269,11 @@ impl Indication {
 
     /// Writes the 64 octets of this indication, CRC included, at the start
     /// of `buf`; returns their length.
+    //= draft-williams-iwarp-ift-01#4.2
+    //# CRC computed on adaption indication is REQUIRED regardless of whether header or payload
+    //# CRCs are negotiated in either direction.
+    //= draft-williams-iwarp-ift-01#4.2
+    //# All reserved bits MUST be set to zero by the sender and ignored by the receiver.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Truncated> {
         let out = Truncated::room(buf, INDICATION_LEN)?;
         out[0..4].copy_from_slice(&MAGIC.to_be_bytes());
@@ -311,6 +316,9 @@ impl Indication {
         // §4.2: a BC version greater than ours MUST be rejected; a greater
         // version need not be. A version older than the oldest we are
         // compatible with cannot be spoken either.
+        //= draft-williams-iwarp-ift-01#4.2
+        //# On receipt, any value greater than the current version MUST be rejected as
+        //# incompatible.
         if bc_version > VERSION || version < BC_VERSION {
             return Err(IndicationError::Incompatible {
                 version,

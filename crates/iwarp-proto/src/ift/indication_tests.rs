@@ -39,6 +39,12 @@ fn check_vector(ind: Indication, wire: &[u8]) {
 /// Node A's phase 0: RDMA mode, both CRCs, willing to send and wishing to
 /// receive markers every 512 octets, VTag 0xBEEF.
 #[test]
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# The field MUST have value of one.
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# For this version of the protocol, this field MUST be set to 1.
 fn vector_phase_0_rdma_crcs_markers() {
     let ind = Indication {
         rdma: true,
@@ -127,6 +133,9 @@ fn reseal(mut wire: [u8; 64]) -> [u8; 64] {
 }
 
 #[test]
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# All reserved bits MUST be set to zero by the sender and ignored by the receiver.
 fn reserved_bits_and_octets_are_ignored_but_covered_by_the_crc() {
     let ind = Indication {
         rdma: true,
@@ -168,6 +177,10 @@ fn marker_interval_below_the_minimum_is_refused_with_rm() {
 }
 
 #[test]
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# CRC computed on adaption indication is REQUIRED regardless of whether header or payload CRCs
+//# are negotiated in either direction.
 fn magic_crc_and_length_are_checked() {
     let wire = base().to_bytes();
     assert_eq!(
@@ -205,6 +218,9 @@ fn magic_crc_and_length_are_checked() {
 /// version need not be as long as the BC version is not. Version 0 is
 /// older than anything we are compatible with.
 #[test]
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# On receipt, any value greater than the current version MUST be rejected as incompatible.
 fn version_rules() {
     let cases = [
         (1, 1, true),

@@ -154,6 +154,10 @@ impl IftConfig {
     }
 
     /// The indication this configuration sends in `phase`.
+    //= draft-williams-iwarp-ift-01#4.2
+    //# The field MUST have value of one.
+    //= draft-williams-iwarp-ift-01#4.2
+    //# For this version of the protocol, this field MUST be set to 1.
     pub const fn indication(&self, phase: Phase) -> Indication {
         Indication {
             version: VERSION,
@@ -255,6 +259,8 @@ const fn mode(rdma: bool) -> Mode {
 /// here.
 pub fn settle(ours: &IftConfig, peer: &Indication) -> Result<IftParams, NegotiationError> {
     // §4.2 R: both set or both clear, else the connection MUST be closed.
+    //= draft-williams-iwarp-ift-01#4.2
+    //# If ends disagree, then the connection MUST be closed in error.
     if ours.rdma != peer.rdma {
         return Err(NegotiationError::ModeMismatch {
             ours: mode(ours.rdma),
@@ -262,6 +268,12 @@ pub fn settle(ours: &IftConfig, peer: &Indication) -> Result<IftParams, Negotiat
         });
     }
     // §4.2 HC, PC: the receiver SHOULD abort on a choice it cannot accept.
+    //= draft-williams-iwarp-ift-01#4.2
+    //# If the senders choice to use or not use a header CRC is unacceptable to the receiver,
+    //# the receiver SHOULD abort the connection.
+    //= draft-williams-iwarp-ift-01#4.2
+    //# If the senders choice to use or not use a payload CRC is unacceptable to the receiver,
+    //# the receiver SHOULD abort the connection.
     if !ours.peer_header_crc.accepts(peer.header_crc) {
         return Err(NegotiationError::HeaderCrcUnacceptable {
             peer_sends: peer.header_crc,

@@ -155,6 +155,9 @@ fn ddp_mode_when_both_clear_r() {
 /// §4.2 R: "If ends disagree, then the connection MUST be closed in error",
 /// whichever end detects it.
 #[test]
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# If ends disagree, then the connection MUST be closed in error.
 fn mismatched_r_is_an_error_for_both_roles() {
     let rdma = IftConfig::new(1);
     let ddp = IftConfig {
@@ -246,6 +249,14 @@ fn a_peer_ignoring_our_crc_can_be_refused() {
 /// §4.2 HC / PC: the sender's choice to use or not use a CRC may be
 /// unacceptable to the receiver, which then aborts.
 #[test]
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# If the senders choice to use or not use a header CRC is unacceptable to the receiver, the
+//# receiver SHOULD abort the connection.
+//= draft-williams-iwarp-ift-01#4.2
+//= type=test
+//# If the senders choice to use or not use a payload CRC is unacceptable to the receiver, the
+//# receiver SHOULD abort the connection.
 fn crc_demands_on_the_peer() {
     let no_crcs = IftConfig {
         header_crc: false,

@@ -40,6 +40,28 @@ impl Registration {
     /// in range (check 3), wrap (check 5), end in range (check 4). Wrap
     /// comes before the end check because a wrapping sum would otherwise
     /// always show as a bounds violation and check 5 could never fire.
+    //= rfc5041#8.2
+    //# For an incoming DDP Segment of a Tagged DDP Message on a DDP Stream, if the PD ID of the
+    //# DDP Stream is not the same as the PD ID of the STag targeted by the Tagged DDP Message,
+    //# then the DDP Segment is not placed and the DDP layer MUST surface a local error to the
+    //# ULP.
+    //= rfc5041#8.2
+    //# In this case, for an incoming DDP Segment of a Tagged DDP Message on a DDP Stream, if
+    //# the DDP Stream ID of the DDP Stream is not the same as the DDP Stream ID of the STag
+    //# targeted by the Tagged DDP Message, then the DDP Segment is not placed and the DDP layer
+    //# MUST surface a local error to the ULP.
+    //= rfc5041#8.3.1
+    //# An RNIC MUST ensure that a specific DDP Stream in a specific Protection Domain cannot
+    //# access an STag in a different Protection Domain.
+    //= rfc5041#8.3.1
+    //# An RNIC MUST ensure that if an STag is limited in scope to a single DDP Stream, no other
+    //# DDP Stream can use the STag.
+    //= rfc5041#8.3.1
+    //# An RNIC MUST ensure that a Remote Peer is not able to access memory outside of the
+    //# buffer specified when the STag was enabled for remote access.
+    //= rfc5041#8.3
+    //# If an STag is not valid on a DDP Stream, DDP MUST pass the invalid access attempt to the
+    //# ULP.
     pub(crate) fn check(
         self: &Arc<Self>,
         pd: ProtectionDomain,

@@ -22,6 +22,15 @@ pub struct StreamId(pub u64);
 
 /// What to register: see [`MemoryTable::register`].
 #[derive(Debug, Clone)]
+//= rfc5041#8.2
+//# DDP MUST support Protection Domain association and DDP Stream association mechanisms for
+//# associating an STag and a DDP Stream.
+//= rfc5041#8.3
+//# DDP MUST provide a mechanism for the ULP to communicate the association between a STag and a
+//# specific DDP Stream.
+//= rfc5041#8.3.1
+//# An RNIC MUST provide a mechanism for the ULP to establish and revoke read, write, or read
+//# and write access to the ULP Buffer referenced by an STag.
 pub struct RegionSpec {
     /// The domain the region belongs to.
     pub pd: ProtectionDomain,
@@ -147,6 +156,14 @@ impl MemoryTable {
     }
 
     /// Registers a region; returns its STag.
+    //= rfc5041#8.3
+    //# DDP MUST provide a mechanism for the ULP to establish and revoke the TO range associated
+    //# with the ULP Buffer referenced by the STag.
+    //= rfc5041#8.3
+    //# DDP MUST provide a mechanism for the ULP to establish and revoke STag validity.
+    //= rfc5041#8.3.1
+    //# An RNIC MUST provide a mechanism for the ULP to establish and revoke the association of
+    //# a ULP Buffer to an STag and TO range.
     pub fn register(&self, spec: RegionSpec) -> Result<STag, RegisterError> {
         let end = spec
             .offset
@@ -207,6 +224,9 @@ impl MemoryTable {
     /// Invalidates an STag (local invalidate). When this returns, no octet
     /// is placed into or read from the region through it any more; the
     /// registration stays until [`MemoryTable::deregister`].
+    //= rfc5041#8.3.1
+    //# An RNIC MUST ensure that the network interface can no longer modify an advertised buffer
+    //# after the ULP revokes remote access rights for an STag.
     pub fn invalidate(&self, stag: STag) -> Result<(), AccessViolation> {
         let reg = self.lookup(stag).ok_or(AccessViolation::InvalidStag)?;
         reg.set_invalid();
@@ -306,6 +326,17 @@ mod tests {
     }
 
     #[test]
+    //= rfc5041#8.3
+    //= type=test
+    //# DDP MUST provide a mechanism for the ULP to establish and revoke the TO range associated
+    //# with the ULP Buffer referenced by the STag.
+    //= rfc5041#8.3
+    //= type=test
+    //# DDP MUST provide a mechanism for the ULP to establish and revoke STag validity.
+    //= rfc5041#8.3.1
+    //= type=test
+    //# An RNIC MUST provide a mechanism for the ULP to establish and revoke the association of
+    //# a ULP Buffer to an STag and TO range.
     fn register_look_up_and_check_every_condition() {
         let (t, pd) = table();
         let other_pd = t.alloc_pd();
@@ -356,6 +387,14 @@ mod tests {
     }
 
     #[test]
+    //= rfc5041#8.2
+    //= type=test
+    //# DDP MUST support Protection Domain association and DDP Stream association mechanisms for
+    //# associating an STag and a DDP Stream.
+    //= rfc5041#8.3
+    //= type=test
+    //# DDP MUST provide a mechanism for the ULP to communicate the association between a STag
+    //# and a specific DDP Stream.
     fn stream_binding() {
         let (t, pd) = table();
         let mut spec = RegionSpec::whole(pd, MemoryBuffer::new(8), 0, Access::REMOTE_READ);
@@ -508,6 +547,10 @@ mod tests {
     }
 
     #[test]
+    //= rfc5041#8.3.1
+    //= type=test
+    //# An RNIC MUST ensure that the network interface can no longer modify an advertised buffer
+    //# after the ULP revokes remote access rights for an STag.
     fn invalidation_waits_for_placement_in_progress() {
         let (t, pd) = table();
         let t = Arc::new(t);

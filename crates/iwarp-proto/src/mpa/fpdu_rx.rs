@@ -99,6 +99,9 @@ impl FpduReceiver {
         self.markers && self.marker.is_none() && INTERVAL.is_marker_at(self.offset)
     }
 
+    //= rfc5044#8
+    //# Once MPA delivers an error of any type, it MUST NOT pass or deliver any additional FPDUs
+    //# on that half connection.
     fn fail(&mut self, error: MpaError) -> MpaError {
         self.failed = Some(error);
         error
@@ -130,6 +133,12 @@ impl FpduReceiver {
         };
     }
 
+    //= rfc5044#8
+    //# If the FPDU start determined from previous ULPDU Length fields does not match with the
+    //# MPA Marker position, MPA SHOULD deliver an error to DDP.
+    //= rfc5044#8
+    //# the check SHOULD be made when a gap creating an out-of-order sequence is closed and any
+    //# time a Marker points to an already identified FPDU.
     fn check_marker(&mut self, buf: [u8; MARKER_LEN]) -> Result<(), MpaError> {
         let marker_offset = self.offset - MARKER_LEN as u64;
         let between_fpdus = self.field == (Field::Header { got: 0 });
@@ -154,6 +163,21 @@ impl FpduReceiver {
         Ok(())
     }
 
+    //= rfc5044#6
+    //# To do this, the receiver MUST: * locate the start of the FPDU unambiguously, * verify
+    //# its CRC (if CRC checking is enabled).
+    //= rfc5044#7.1.1
+    //# When CRCs are not in use, the CRC field MUST be considered valid for FPDU checking
+    //# regardless of its contents.
+    //= draft-ietf-rddp-mpa-01#4
+    //# When CRCs are not enabled, this field is still present, may contain any value, and MUST
+    //# NOT be checked.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //# When an FPDU is received, and CRC checking is enabled, the receiver MUST first perform
+    //# the following: 1) Calculate the CRC of the incoming FPDU in the same fashion as defined
+    //# above.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //# If not, the receiver MUST treat the FPDU as an invalid FPDU.
     fn finish_fpdu(&mut self) -> Result<(), MpaError> {
         if self.crc_enabled {
             let received = crc::from_wire(self.crc_field);
@@ -249,6 +273,19 @@ impl Deframer for FpduReceiver {
                         continue;
                     }
                     self.previous_ulpdu_len = self.ulpdu_len;
+                    //= rfc5044#5.1
+                    //# MPA receivers are REQUIRED to be able to operate correctly even if
+                    //# alignment is lost
+                    //= rfc5044#5.2
+                    //# The receivers MUST identify FPDU boundaries by using the ULPDU_LENGTH
+                    //# field
+                    //= rfc5044#6
+                    //# In an ordered TCP stream, the ULPDU Length field in the current FPDU
+                    //# when FPDU has a valid CRC, can be used to identify the beginning of the
+                    //# next FPDU.
+                    //= draft-ietf-rddp-mpa-01#5.4.1
+                    //# However, MPA receivers MUST NOT depend on FPDU Alignment on TCP segment
+                    //# boundaries.
                     self.ulpdu_len = u16::from_be_bytes(self.header) as usize;
                     self.field = Field::Ulpdu {
                         remaining: self.ulpdu_len,
@@ -260,6 +297,23 @@ impl Deframer for FpduReceiver {
                         used,
                         Some(FramingEvent::Begin {
                             header_len: 0,
+                            //= draft-ietf-rddp-mpa-01#3.2
+                            //# On receive, MPA MUST pass each ULPDU with its length to DDP when
+                            //# it has been validated.
+                            //= draft-ietf-rddp-mpa-01#5.1
+                            //# MPA Receivers MUST preserve ULPDU boundaries when passing data
+                            //# to DDP.
+                            //= draft-ietf-rddp-mpa-01#5.1
+                            //# MPA Receivers MUST pass the ULPDU data and the ULPDU Length to
+                            //# DDP and not the markers, headers, and CRC.
+                            //= rfc5041#3
+                            //# The LLP MUST preserve DDP Segment and Message boundaries at the
+                            //# Data Sink.
+                            //= rfc5041#3
+                            //# On receive, the LLP MUST provide the length of the DDP Segment
+                            //# received.
+                            //= rfc5041#3
+                            //# The LLP MUST NOT pass a duplicate DDP Segment to the DDP Layer
                             payload_len: self.ulpdu_len,
                         }),
                     ));

@@ -128,6 +128,20 @@ fn figure_ulpdu(msn: u8) -> Vec<u8> {
 }
 
 #[test]
+//= draft-ietf-rddp-mpa-01#4
+//= type=test
+//# The format of an FPDU shown below MUST be used for all MPA FPDUs.
+//= draft-ietf-rddp-mpa-01#5.3
+//= type=test
+//# The sender MUST still format the FPDU according to FPDU format as shown in Figure 2.
+//= draft-ietf-rddp-mpa-01#5.2
+//= type=test
+//# The fields which MUST be included in the CRC calculation when sending an FPDU are as follows
+//= draft-ietf-rddp-mpa-01#5.2
+//= type=test
+//# When CRCs are enabled, the CRC field in the MPA FPDU MUST be computed using the CRC32C
+//# polynomial in the manner described in the iSCSI Protocol [iSCSI] document for Header and
+//# Data Digests.
 fn figure_5_first_fpdu_with_leading_marker() {
     let expected = hex("0000 0000 002a 4003 0000 0000 0000 0000 0000 0001 0000 0000
          0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000
@@ -145,6 +159,10 @@ fn figure_5_first_fpdu_with_leading_marker() {
 }
 
 #[test]
+//= draft-ietf-rddp-mpa-01#5.1
+//= type=test
+//# If a marker interval contains multiple FPDUs (the FPDUs are small), the marker MUST point to
+//# the start of the FPDU containing the marker
 fn figure_6_second_fpdu_with_marker_inside() {
     // The first FPDU, not shown in the draft, occupies octets 0..0x1ec
     // (with its leading marker): a 482-octet ULPDU.
@@ -188,6 +206,17 @@ fn siw_observed_send_with_crc() {
 }
 
 #[test]
+//= rfc5044#7.1.1
+//= type=test
+//# When CRCs are not in use, the CRC field MUST be considered valid for FPDU checking
+//# regardless of its contents.
+//= draft-ietf-rddp-mpa-01#4
+//= type=test
+//# When CRCs are not enabled, this field is still present, may contain any value, and MUST NOT
+//# be checked.
+//= draft-ietf-rddp-mpa-01#5.2
+//= type=test
+//# When sending an FPDU, the sender MUST include a CRC field.
 fn crc_field_is_zero_and_unchecked_without_crc() {
     // siw-observed.md: without CRC siw sends a zero CRC field.
     let off = FramingParams::default();
@@ -204,7 +233,49 @@ fn crc_field_is_zero_and_unchecked_without_crc() {
     assert_eq!(sink.complete, vec![ulpdu]);
 }
 
+/// A receiver ignores the values of the pad and of a marker's reserved
+/// octets, except that the CRC covers them: nonzero ones with a CRC
+/// computed over them pass, the same octets under the original CRC fail.
 #[test]
+//= draft-ietf-rddp-mpa-01#4
+//= type=test
+//# The pad data MUST be set to zero by the sender and ignored by the receiver (except for CRC
+//# checking).
+//= draft-ietf-rddp-mpa-01#4.1
+//= type=test
+//# The Reserved field MUST be set to zero on transmit and ignored on receive (except for CRC
+//# calculation).
+fn pad_and_marker_reserved_octets_are_ignored_but_covered_by_the_crc() {
+    let mut tx = FpduTransmitter::new(BOTH);
+    let wire = transmit(&mut tx, &[vec![1, 2, 3]]);
+    // Marker (4), ULPDU_Length (2), ULPDU (3), pad (3), CRC (4).
+    assert_eq!(&wire[..12], &[0, 0, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0]);
+    let mut odd = wire.clone();
+    odd[..2].copy_from_slice(&[0xab, 0xcd]);
+    odd[9..12].copy_from_slice(&[0xff, 0x01, 0x80]);
+    let mut stale = odd.clone();
+    let mut c = crc::Crc32c::new();
+    c.update(&odd[..12]);
+    odd[12..].copy_from_slice(&c.to_wire());
+    let mut sink = CollectUlpdus::new();
+    receive_chunked(&mut FpduReceiver::new(BOTH), &odd, &[1, 5], &mut sink).unwrap();
+    assert_eq!(sink.complete, vec![vec![1, 2, 3]]);
+    stale[12..].copy_from_slice(&wire[12..]);
+    let mut sink = CollectUlpdus::new();
+    let e = receive_chunked(&mut FpduReceiver::new(BOTH), &stale, &[16], &mut sink);
+    assert!(matches!(e, Err(MpaError::Crc { .. })), "{e:?}");
+    assert!(sink.complete.is_empty());
+}
+
+#[test]
+//= draft-ietf-rddp-mpa-01#5.1
+//= type=test
+//# the MPA markers MUST be inserted immediately following MPA connection establishment, and at
+//# every 512th octet of the TCP octet stream thereafter.
+//= draft-culley-iwarp-mpa-02#8.1
+//= type=test
+//# In this case the marker MUST be the first four octets sent (this marker has the special
+//# value 0x0000, meaning it belongs to the FPDU that follows).
 fn first_octets_of_full_operation_are_a_zero_marker() {
     // RFC 5044 §7.1.2 rule 7.
     let mut tx = FpduTransmitter::new(BOTH);
@@ -216,6 +287,13 @@ fn first_octets_of_full_operation_are_a_zero_marker() {
 }
 
 #[test]
+//= draft-ietf-rddp-mpa-01#5.1
+//= type=test
+//# In this case, the marker MUST be placed in the following FPDU and viewed as being part of
+//# that FPDU (e.g. for CRC calculation).
+//= draft-ietf-rddp-mpa-01#5.1
+//= type=test
+//# in which case the marker MUST be zero.
 fn marker_between_fpdus_is_zero_and_covered_by_the_next_crc() {
     // 506 + 2 + 4 = 512: the first FPDU ends exactly at the marker at 512.
     let mut tx = FpduTransmitter::new(BOTH);
@@ -228,6 +306,18 @@ fn marker_between_fpdus_is_zero_and_covered_by_the_next_crc() {
 }
 
 #[test]
+//= draft-ietf-rddp-mpa-01#5.1
+//= type=test
+//# All MPA senders MUST be able to generate markers when their use is declared by the opposing
+//# receiver
+//= draft-ietf-rddp-mpa-01#5.1
+//= type=test
+//# FPDUPTR MUST contain the number of octets in the TCP stream from the beginning of the
+//# current FPDU to the first octet of the marker, unless the marker falls between FPDUs.
+//= draft-ietf-rddp-mpa-01#5.1
+//= type=test
+//# If an FPDU is large enough to contain multiple markers, they MUST all point to the same
+//# point in the TCP stream: the first octet of the FPDU.
 fn markers_every_512_octets_point_to_the_header() {
     let mut tx = FpduTransmitter::new(BOTH);
     let wire = transmit(&mut tx, &[vec![0xee; 3000]]);
@@ -282,6 +372,10 @@ fn nonzero_leading_marker_is_a_marker_error() {
 }
 
 #[test]
+//= rfc5044#8
+//= type=test
+//# Once MPA delivers an error of any type, it MUST NOT pass or deliver any additional FPDUs on
+//# that half connection.
 fn nothing_passes_after_an_error() {
     let mut tx = FpduTransmitter::new(CRC_ONLY);
     let mut wire = transmit(&mut tx, &[vec![1u8; 10], vec![2u8; 10]]);
@@ -301,6 +395,10 @@ fn nothing_passes_after_an_error() {
 }
 
 #[test]
+//= draft-ietf-rddp-mpa-01#3.2
+//= type=test
+//# DDP MAY post a ULPDU of any size between one and 64768 octets, however MPA is NOT REQUIRED
+//# to support a ULPDU length that is greater than the current MULPDU.
 fn oversized_ulpdu_is_refused() {
     let mut tx = FpduTransmitter::new(CRC_ONLY);
     let big = vec![0u8; 65536];
@@ -468,6 +566,33 @@ proptest! {
     /// Whatever the ULPDUs, the chunking and the stream offset, what is
     /// received is what was sent, and both ends agree on the offset.
     #[test]
+    //= draft-ietf-rddp-mpa-01#3.2
+    //= type=test
+    //# On receive, MPA MUST pass each ULPDU with its length to DDP when it has been validated.
+    //= draft-ietf-rddp-mpa-01#5.1
+    //= type=test
+    //# MPA Receivers MUST preserve ULPDU boundaries when passing data to DDP.
+    //= draft-ietf-rddp-mpa-01#5.1
+    //= type=test
+    //# MPA Receivers MUST pass the ULPDU data and the ULPDU Length to DDP and not the markers,
+    //# headers, and CRC.
+    //= draft-ietf-rddp-mpa-01#5.3
+    //= type=test
+    //# MPA MUST encapsulate the ULPDU such that there is exactly one ULPDU contained in one
+    //# FPDU.
+    //= rfc5041#3
+    //= type=test
+    //# In the event of a MULPDU change, DDP MUST NOT be required by the LLP to re-segment DDP
+    //# Segments that have been previously posted to the LLP.
+    //= rfc5041#3
+    //= type=test
+    //# The LLP MUST preserve DDP Segment and Message boundaries at the Data Sink.
+    //= rfc5041#3
+    //= type=test
+    //# On receive, the LLP MUST provide the length of the DDP Segment received.
+    //= rfc5041#3
+    //= type=test
+    //# The LLP MUST NOT pass a duplicate DDP Segment to the DDP Layer
     fn round_trip(
         params in params_strategy(),
         ulpdus in ulpdus_strategy(),
@@ -501,6 +626,10 @@ proptest! {
     /// passed whole once its FPDU has arrived, and `next_fpdu_len` gives
     /// each FPDU's length on the wire.
     #[test]
+    //= draft-ietf-rddp-mpa-01#11.2.2
+    //= type=test
+    //# If the MTU is smaller than 140 octets, the buffer MUST be at least 140 octets long to
+    //# support the minimum FPDU size.
     fn round_trip_verified(
         params in params_strategy(),
         ulpdus in ulpdus_strategy(),
@@ -541,6 +670,13 @@ proptest! {
     /// stream with CRC on never lets an octet of the damaged FPDU reach
     /// the sink: every ULPDU the sink began is an intact original.
     #[test]
+    //= rfc5044#6
+    //= type=test
+    //# An MPA receiver MUST first verify the FPDU before passing the ULPDU to DDP.
+    //= rfc5044#6
+    //= type=test
+    //# The ULPDU Length field (see Section 4) MUST be used to determine if the entire FPDU is
+    //# present before forwarding the ULPDU to DDP.
     fn a_damaged_fpdu_is_never_passed_on_when_verified(
         markers in any::<bool>(),
         ulpdus in prop::collection::vec(
@@ -600,6 +736,22 @@ proptest! {
     /// never yields a damaged ULPDU: the receiver reports an error, or is
     /// left inside an FPDU (its length field was hit) when the stream ends.
     #[test]
+    //= rfc5044#6
+    //= type=test
+    //# To do this, the receiver MUST: * locate the start of the FPDU unambiguously, * verify
+    //# its CRC (if CRC checking is enabled).
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# When an FPDU is received, and CRC checking is enabled, the receiver MUST first perform
+    //# the following: 1) Calculate the CRC of the incoming FPDU in the same fashion as defined
+    //# above.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# If not, the receiver MUST treat the FPDU as an invalid FPDU.
+    //= rfc5041#3
+    //= type=test
+    //# LLP MUST provide a strong digest (at least equivalent to CRC32- C) to cover at least the
+    //# DDP Segment.
     fn any_flipped_bit_is_detected_with_crc(
         markers in any::<bool>(),
         ulpdus in prop::collection::vec(
@@ -626,6 +778,19 @@ proptest! {
     /// Feeding one octet at a time gives the same result as feeding all,
     /// for arbitrary (mostly invalid) streams.
     #[test]
+    //= rfc5044#5.1
+    //= type=test
+    //# MPA receivers are REQUIRED to be able to operate correctly even if alignment is lost
+    //= rfc5044#5.2
+    //= type=test
+    //# The receivers MUST identify FPDU boundaries by using the ULPDU_LENGTH field
+    //= rfc5044#6
+    //= type=test
+    //# In an ordered TCP stream, the ULPDU Length field in the current FPDU when FPDU has a
+    //# valid CRC, can be used to identify the beginning of the next FPDU.
+    //= draft-ietf-rddp-mpa-01#5.4.1
+    //= type=test
+    //# However, MPA receivers MUST NOT depend on FPDU Alignment on TCP segment boundaries.
     fn arbitrary_input_never_panics_and_chunking_does_not_matter(
         params in params_strategy(),
         data in prop::collection::vec(any::<u8>(), 0..3000),
@@ -646,6 +811,17 @@ proptest! {
     /// its two reserved low bits) is reported as a marker error at exactly
     /// that marker, CRC on or off, and nothing from its FPDU is delivered.
     #[test]
+    //= rfc5044#8
+    //= type=test
+    //# If the FPDU start determined from previous ULPDU Length fields does not match with the
+    //# MPA Marker position, MPA SHOULD deliver an error to DDP.
+    //= rfc5044#8
+    //= type=test
+    //# the check SHOULD be made when a gap creating an out-of-order sequence is closed and any
+    //# time a Marker points to an already identified FPDU.
+    //= draft-ietf-rddp-mpa-01#5.1
+    //= type=test
+    //# MPA reserves these bits so they MUST be treated as zero for computation at the receiver.
     fn any_wrong_fpduptr_is_detected(
         crc in any::<bool>(),
         ulpdus in prop::collection::vec(

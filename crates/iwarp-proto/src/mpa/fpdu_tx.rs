@@ -62,6 +62,32 @@ impl FpduTransmitter {
 }
 
 impl Framer for FpduTransmitter {
+    //= draft-ietf-rddp-mpa-01#4
+    //# The format of an FPDU shown below MUST be used for all MPA FPDUs.
+    //= draft-ietf-rddp-mpa-01#5.3
+    //# MPA MUST encapsulate the ULPDU such that there is exactly one ULPDU contained in one
+    //# FPDU.
+    //= draft-ietf-rddp-mpa-01#5.3
+    //# Once an ULPDU is provided to MPA, the MPA on TCP sender MUST transmit it or fail the
+    //# connection; it cannot be repudiated.
+    //= draft-ietf-rddp-mpa-01#5.3
+    //# The sender MUST still format the FPDU according to FPDU format as shown in Figure 2.
+    //= draft-ietf-rddp-mpa-01#5.1
+    //# All MPA senders MUST be able to generate markers when their use is declared by the
+    //# opposing receiver
+    //= draft-ietf-rddp-mpa-01#5.1
+    //# In this case, the marker MUST be placed in the following FPDU and viewed as being part
+    //# of that FPDU (e.g. for CRC calculation).
+    //= draft-ietf-rddp-mpa-01#5.2
+    //# When sending an FPDU, the sender MUST include a CRC field.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //# The fields which MUST be included in the CRC calculation when sending an FPDU are as
+    //# follows
+    //= rfc5041#3
+    //# Any protocol that can serve as an LLP to DDP MUST meet the following requirements.
+    //= rfc5041#3
+    //# In the event of a MULPDU change, DDP MUST NOT be required by the LLP to re-segment DDP
+    //# Segments that have been previously posted to the LLP.
     fn frame(
         &mut self,
         header: &[u8],
@@ -69,6 +95,9 @@ impl Framer for FpduTransmitter {
         batch: &mut WireBatch,
     ) -> Result<(), TxError> {
         let ulpdu_len = header.len() + payload.iter().map(|s| s.len()).sum::<usize>();
+        //= draft-ietf-rddp-mpa-01#3.2
+        //# DDP MAY post a ULPDU of any size between one and 64768 octets, however MPA is NOT
+        //# REQUIRED to support a ULPDU length that is greater than the current MULPDU.
         if ulpdu_len > MAX_ULPDU_LEN {
             return Err(TxError::UlpduTooLong { len: ulpdu_len });
         }
@@ -91,6 +120,9 @@ impl Framer for FpduTransmitter {
         for (i, slice) in payload.iter().enumerate() {
             w.ulpdu_slice(first_slice + i, slice);
         }
+        //= draft-ietf-rddp-mpa-01#4
+        //# The pad data MUST be set to zero by the sender and ignored by the receiver (except
+        //# for CRC checking).
         w.control(&PAD[..pad_len(ulpdu_len)]);
         // A marker right after the pad precedes the CRC field and is
         // covered by it (draft-ietf-rddp-mpa-01 §5.2).

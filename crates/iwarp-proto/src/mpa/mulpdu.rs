@@ -16,6 +16,14 @@ use crate::framing::mulpdu::clamp;
 /// The MULPDU for an effective maximum segment size `emss`, with or without
 /// markers in the direction of transmission, clamped to
 /// the bounds of [`crate::framing::mulpdu`].
+//= rfc5044#5.1
+//# MPA transmitters SHOULD calculate a MULPDU as described in Section 4.5.
+//= draft-ietf-rddp-mpa-01#5.3.2
+//# The maximum ULPDU Length for a single ULPDU when markers are present MUST be computed as:
+//# MULPDU = EMSS - (6 + 4 * Ceiling(EMSS / 512) + EMSS mod 4)
+//= draft-ietf-rddp-mpa-01#5.3.2
+//# The maximum ULPDU Length for a single ULPDU when markers are NOT present MUST be computed
+//# as: MULPDU = EMSS - (6 + EMSS mod 4)
 pub const fn mulpdu(emss: usize, markers: bool) -> usize {
     let markers = if markers {
         INTERVAL.worst_case_octets(emss)
@@ -31,6 +39,20 @@ mod tests {
     use crate::framing::mulpdu::{MAX_ULPDU, MIN_MULPDU};
 
     #[test]
+    //= rfc5044#5.1
+    //= type=test
+    //# MPA transmitters SHOULD calculate a MULPDU as described in Section 4.5.
+    //= draft-ietf-rddp-mpa-01#5.3.2
+    //= type=test
+    //# The maximum ULPDU Length for a single ULPDU when markers are present MUST be computed
+    //# as: MULPDU = EMSS - (6 + 4 * Ceiling(EMSS / 512) + EMSS mod 4)
+    //= draft-ietf-rddp-mpa-01#5.3.2
+    //= type=test
+    //# The maximum ULPDU Length for a single ULPDU when markers are NOT present MUST be
+    //# computed as: MULPDU = EMSS - (6 + EMSS mod 4)
+    //= rfc5041#3
+    //= type=test
+    //# LLPs MUST expose MULPDU & MULPDU Changes.
     fn ethernet_emss() {
         // 1460 without markers: 1460 - 6 - 0.
         assert_eq!(mulpdu(1460, false), 1454);
@@ -45,6 +67,16 @@ mod tests {
     }
 
     #[test]
+    //= draft-ietf-rddp-mpa-01#3.2
+    //= type=test
+    //# The range of MULPDU values MUST be between 128 octets and 64768 octets, inclusive.
+    //= draft-ietf-rddp-mpa-01#5.3.2
+    //= type=test
+    //# the MPA on TCP sender MUST NOT shrink the MULPDU below 128 octets
+    //= draft-ietf-rddp-mpa-01#5.3.2
+    //= type=test
+    //# If one or more FPDUs are already packed into a TCP segment, such that the remaining room
+    //# is less than 128 octets, MPA MUST NOT provide a MULPDU smaller than 128.
     fn never_below_128_never_above_64768() {
         for emss in 0..200 {
             assert!(mulpdu(emss, true) >= MIN_MULPDU);

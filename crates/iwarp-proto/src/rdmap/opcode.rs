@@ -62,6 +62,9 @@ impl Opcode {
     }
 
     /// The untagged queue the message goes to, for untagged messages.
+    //= rfc5040#4.3
+    //# Each RDMAP message MUST use the DDP buffer model and the untagged queue number that its
+    //# opcode is assigned.
     pub const fn queue(self) -> Option<u32> {
         match self {
             Self::RdmaWrite | Self::ReadResponse => None,

@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::ddp::UNTAGGED_HEADER_LEN;
+use crate::framing::mulpdu::MAX_ULPDU;
 use crate::framing::LlpErrorCode;
 use crate::memory::{Access, MemoryTable, RegionSlice, STag};
 
@@ -144,11 +145,13 @@ impl QueuePair {
             cfg,
             table,
             state: QpState::ReadyToSend,
-            mulpdu: cfg.mulpdu.max(Self::MIN_MULPDU),
+            mulpdu: cfg.mulpdu.clamp(Self::MIN_MULPDU, MAX_ULPDU),
             sq_slots: VecDeque::with_capacity(sq),
             sq_base: 0,
             sq_pending: VecDeque::with_capacity(sq),
             tx: None,
+            //= rfc5041#4.3
+            //# The initial value for MSN MUST be one.
             tx_msn: [1; 3],
             last_from_irq: true,
             orq: VecDeque::with_capacity(cfg.ord.max(1)),
@@ -186,9 +189,13 @@ impl QueuePair {
     /// Sets the MULPDU (the framing layer computes it, RFC 5044 §4.5):
     /// every segment from now on is at most this long. Values below
     /// [`QueuePair::MIN_MULPDU`] are raised to it, so that the largest
-    /// Terminate fits one segment (MPA never offers less than 128).
+    /// Terminate fits one segment (MPA never offers less than 128); values
+    /// above 64768 are lowered to it, the largest ULPDU MPA carries.
+    //= draft-ietf-rddp-mpa-01#3.2
+    //# The sending DDP MUST NOT post a ULPDU larger than 64768 octets to
+    //# MPA.
     pub fn set_mulpdu(&mut self, mulpdu: usize) {
-        self.mulpdu = mulpdu.max(Self::MIN_MULPDU);
+        self.mulpdu = mulpdu.clamp(Self::MIN_MULPDU, MAX_ULPDU);
     }
 
     /// The smallest MULPDU the engine works with: an untagged header and
@@ -283,6 +290,9 @@ impl QueuePair {
 
     /// Posts an RDMA Write of `sge` to the peer's `remote_stag` at
     /// `remote_to` (RFC 5040 §5.1).
+    //= rfc5041#5.2
+    //# The ULP at the Data Source MUST specify the STag and the initial TO when the ULP Message
+    //# is handed to DDP.
     pub fn rdma_write(
         &mut self,
         wr_id: u64,
@@ -360,6 +370,13 @@ impl QueuePair {
     /// Starts a graceful close (RFC 5041 §6.2.1): queued work and read
     /// responses are still sent, new transfers are refused;
     /// [`Event::ReadyToClose`] says when the LLP may be closed.
+    //= rfc5041#6.2
+    //# DDP MUST NOT independently initiate Stream Teardown.
+    //= rfc5041#6.2.1
+    //# If the Local Peer ULP indicates graceful teardown, the DDP layer on the Local Peer
+    //# SHOULD ensure that all ULP data would be transferred before the underlying LLP Stream &
+    //# Connection are torn down, and any further data transfer requests by the Local Peer ULP
+    //# MUST return an error.
     pub fn close(&mut self) {
         if self.state == QpState::ReadyToSend {
             self.set_state(QpState::Closing);
@@ -386,6 +403,19 @@ impl QueuePair {
     /// outstanding work request completes with a flush error, and
     /// receiving stops: nothing fed afterwards, the rest of a ULPDU in
     /// progress included, is placed or delivered.
+    //= rfc5044#7.2
+    //# A mechanism SHOULD be provided by MPA to DDP for DDP to be made aware that a graceful
+    //# close of the TCP connection has been received by the TCP (e.g., FIN is received).
+    //= rfc5041#3
+    //# For a specific LLP Stream, the LLP MUST provide a mechanism to indicate that the LLP
+    //# Stream has been gracefully torn down.
+    //= rfc5041#3
+    //# For a specific LLP Connection, the LLP MUST provide a mechanism to indicate that the LLP
+    //# Connection has been gracefully torn down.
+    //= rfc5041#6.2.1
+    //# If the DDP layer on the Local Peer receives a graceful teardown request from the LLP,
+    //# any further data received after the request is considered an error and MUST cause the
+    //# DDP Stream to be abortively torn down.
     pub fn handle_llp_closed(&mut self) {
         self.rx.stop();
         if matches!(self.state, QpState::Error | QpState::Closed) {
@@ -406,6 +436,18 @@ impl QueuePair {
     /// the Terminate names the LLP error (layer 2), with no header copies,
     /// since the header may be the damaged part. A lost connection sends
     /// nothing.
+    //= rfc5044#8
+    //# For Error codes 2 and 3, MPA MUST NOT close the TCP connection following a reported
+    //# error.
+    //= rfc5041#3
+    //# The LLP MUST ensure that if it accepts a DDP Segment, it will transfer it reliably to
+    //# the receiver or return with an error stating that the transfer failed to complete.
+    //= rfc5041#6.2.2
+    //# If the LLP indicates to the ULP that a fatal error has occurred, the DDP layer SHOULD
+    //# report the error to the ULP (see Section 7.2, DDP Error Numbers) and complete all
+    //# outstanding ULP requests with an error.
+    //= rfc5041#7
+    //# All LLP errors reported to DDP SHOULD be passed up to the ULP.
     pub fn handle_llp_error(&mut self, code: LlpErrorCode) {
         if self.is_failed() {
             return;
@@ -435,6 +477,23 @@ impl QueuePair {
     /// The stream fails: `term` goes out next, and every outstanding work
     /// request completes, `culprit` with its own status, the rest with a
     /// flush error (RFC 5041 §6.2.2, §7.1).
+    //= rfc5041#6.2.2
+    //# Thus any of the following fatal errors on a DDP Stream MUST cause DDP to indicate to the
+    //# ULP that a fatal error has occurred
+    //= rfc5041#6.2.2
+    //# After indicating to the ULP a fatal error has occurred, the DDP Stream MUST NOT be
+    //# terminated until the Local Peer ULP indicates to the DDP layer that the DDP Stream
+    //# should be abortively torndown.
+    //= rfc5041#7.1
+    //# Since each of these errors represents a failure of the sending ULP or protocol, DDP
+    //# SHOULD enable the ULP to send one additional DDP Message before terminating the DDP
+    //# Stream.
+    //= rfc5040#6
+    //# The Terminate Message MUST be the last message sent on the stream.
+    //= rfc5040#7
+    //# When an error is detected on the stream, the RDMAP layer MUST send a Terminate Message
+    //# naming it, when the LLP is still able to carry one, and complete outstanding work with
+    //# an error.
     pub(super) fn fail(&mut self, error: ProtocolError, term: TerminateMessage, culprit: Culprit) {
         if self.is_failed() {
             return;
@@ -448,6 +507,9 @@ impl QueuePair {
 
     /// The peer's Terminate arrived: stop, report, flush; no Terminate goes
     /// back: the stream is already dead at the peer.
+    //= rfc5040#6
+    //# A Terminate Message MUST NOT be sent in answer to a received Terminate Message; the
+    //# stream is then closed.
     pub(super) fn terminated_by_peer(&mut self, msg: TerminateMessage) {
         if self.is_failed() {
             return;

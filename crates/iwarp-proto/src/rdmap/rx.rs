@@ -110,6 +110,8 @@ impl Rx {
         }
     }
 
+    //= rfc5041#7.1
+    //# DDP MUST silently drop any subsequent incoming DDP Segments.
     pub(super) fn stop(&mut self) {
         self.phase = Phase::Stopped;
         self.target = Target::None;
@@ -234,10 +236,24 @@ impl QueuePair {
                     return;
                 }
             };
+        //= rfc5041#4.1
+        //# If set to one, the ULP Payload carried in this DDP Segment MUST be Placed into a
+        //# Tagged Buffer.
+        //= rfc5041#4.1
+        //# If set to zero, the ULP Payload carried in this DDP Segment MUST be Placed into an
+        //# Untagged Buffer.
+        //= rfc5041#4.2
+        //# At the Data Sink, DDP MUST provide the RsvdULP field to the ULP when the DDP Message
+        //# is delivered.
         let tagged = matches!(header, SegmentHeader::Tagged(_));
         self.rx.header = Some(header);
         let payload_len = self.rx.ulpdu_len - header.buffer_len();
         let control = header.rsvd_ulp();
+        //= rfc5040#4.2
+        //# RDMA Version (RV): This field MUST be set to one to indicate the version of the
+        //# specification described in this document.
+        //= rfc5040#4.3
+        //# Opcodes 1000b to 1111b are reserved; a reserved opcode MUST be treated as an error.
         // RFC 5040 §4.2: RV must be 1; the opcode must be defined and use
         // the buffer model it is defined for.
         if control_version(control) != RDMAP_VERSION {
@@ -278,6 +294,19 @@ impl QueuePair {
     }
 
     /// RFC 5041 §7.1, tagged checks, for an RDMA Write or Read Response.
+    //= rfc5041#4.2
+    //# The STag MUST be valid for this DDP Stream.
+    //= rfc5041#4.2
+    //# At the Data Sink, the DDP MUST provide the STag field when the ULP Message is delivered.
+    //= rfc5041#7.1
+    //# For non-zero length Tagged DDP Segments, the segment MUST be validated before Placement
+    //# by verifying: 1.
+    //= rfc5040#5.5
+    //# The Data Sink MUST treat a Tagged segment that does not continue the Tagged message in
+    //# progress as an error.
+    //= rfc5040#5.2
+    //# An RDMA Read Response MUST match the RDMA Read Request outstanding at the head of the
+    //# queue: its sink STag, its Tagged Offset and no more than its size.
     fn check_tagged(
         &mut self,
         opcode: Opcode,
@@ -337,6 +366,11 @@ impl QueuePair {
             }
         }
         if len == 0 {
+            //= rfc5041#5.2
+            //# Only the DDP Control and RsvdULP Fields MUST be valid for a zero length Tagged
+            //# DDP Segment.
+            //= rfc5041#5.2
+            //# The STag and TO fields MUST NOT be checked for a zero-length Tagged DDP Message.
             // RFC 5041 §5.2: STag and TO of a zero-length segment are not
             // checked.
             return Ok(Target::None);
@@ -374,6 +408,14 @@ impl QueuePair {
 
     /// RFC 5041 §7.1, untagged checks, for Sends, Read Requests and
     /// Terminates.
+    //= rfc5041#7.1
+    //# For non-zero length Untagged DDP Segments, the DDP Segment MUST be validated before
+    //# Placement by verifying: 1.
+    //= rfc5041#7.1
+    //# Implementers note: DDP implementations SHOULD consider lack of an associated buffer as a
+    //# system fault.
+    //= rfc5041#7.1
+    //# DDP implementations SHOULD NOT permit system faults to occur repeatedly or frequently.
     fn check_untagged(
         &mut self,
         opcode: Opcode,
@@ -403,6 +445,9 @@ impl QueuePair {
             QN_READ_REQUEST => {
                 // Check 2: the "buffers" of QN 1 are the IRD slots; with
                 // IRD 0 there are none.
+                //= rfc5040#5.2
+                //# A Data Source that receives more RDMA Read Requests than its IRD allows MUST
+                //# treat it as an error.
                 if self.irq.len() >= self.cfg.ird {
                     return Err(held(untagged(UntaggedError::NoBuffer), Culprit::None));
                 }
@@ -442,6 +487,10 @@ impl QueuePair {
         }
         match opcode {
             Opcode::ReadRequest if !h.last || len != READ_REQUEST_LEN => {
+                //= rfc5040#4.4
+                //# The RDMA Read Request Message MUST be sent as a single DDP Segment on
+                //# untagged queue 1, with an MO of zero, carrying the whole Read Request
+                //# header.
                 // RFC 5040 §4.4: one segment carrying the whole header.
                 Err(held(operation(OperationError::Unspecified), Culprit::None))
             }
@@ -509,6 +558,9 @@ impl QueuePair {
     }
 
     /// The region was invalidated in the middle of the segment.
+    //= rfc5041#7.1
+    //# If the DDP layer detects any of the receive errors listed in this section, it MUST cease
+    //# placing the remainder of the DDP Segment and report the error(s) to the ULP.
     fn placement_failed(&mut self, v: AccessViolation) {
         let p = match self.rx.opcode {
             Some(op) if op.is_tagged() => held(
@@ -528,6 +580,9 @@ impl QueuePair {
         self.hold(p);
     }
 
+    //= rfc5041#5.2
+    //# At the Data Sink, the DDP layer MUST Place the ULP Payload contained in all valid
+    //# incoming DDP Segments associated with a DDP Message into the ULP Buffer.
     fn on_payload(&mut self, bytes: &[u8]) {
         match &mut self.rx.target {
             Target::None => {}
@@ -551,6 +606,9 @@ impl QueuePair {
     /// Builds the Terminate for a held error: D copy (segment length as
     /// MPA carried it, then the DDP header) and, for a Read Request, the
     /// R copy.
+    //= rfc5041#7.1
+    //# The DDP layer SHOULD include in the error report the DDP Header, the type of error, and
+    //# the length of the DDP segment, if available.
     fn terminate_for(&self, p: &Pending) -> TerminateMessage {
         let mut t = TerminateMessage::new(p.error);
         if p.copy_ddp && self.rx.header.is_some() {
@@ -574,6 +632,18 @@ impl QueuePair {
 
     /// The segment passed every check and is complete: advance, and
     /// deliver its message if this was the last segment (RFC 5041 §5.4).
+    //= rfc5041#4.1
+    //# If the Last flag is set to one, the DDP Message payload MUST be Delivered to the ULP
+    //# after
+    //= rfc5041#5.3
+    //# Messages passed through the DDP MUST conform to the ordering rules defined in this
+    //# section.
+    //= rfc5041#5.3
+    //# MUST Deliver a DDP Message to the ULP at most once, * MUST Deliver DDP Messages to the
+    //# ULP in the order they were sent by the Data Source.
+    //= rfc5041#5.4
+    //# At the Data Sink, DDP MUST Deliver a DDP Message if and only if all of the following are
+    //# true
     fn on_segment_end(&mut self) -> Result<(), Pending> {
         let header = self.rx.header.expect("header parsed");
         let opcode = self.rx.opcode.expect("opcode parsed");
@@ -637,6 +707,22 @@ impl QueuePair {
 
     /// Delivers a complete Send into its receive (RFC 5040 §5.3), after
     /// invalidating the STag a Send with Invalidate names (§5.4).
+    //= rfc5041#4.3
+    //# At the Data Sink, DDP MUST provide RsvdULP field to the ULP when the ULP Message is
+    //# Delivered.
+    //= rfc5041#4.3
+    //# At the Data Sink, the DDP implementation is NOT REQUIRED to verify that the same value
+    //# is present in the RsvdULP field of each DDP Segment
+    //= rfc5041#5.4
+    //# At the Data Sink, DDP MUST provide the ULP Message Length to the ULP when an Untagged
+    //# DDP Message is Delivered.
+    //= rfc5041#5.4
+    //# At the Data Sink, DDP MUST provide the RsvdULP Field of the DDP Message to the ULP when
+    //# the DDP Message is delivered.
+    //= rfc5040#5.4
+    //# On a Send with Invalidate, the Data Sink MUST invalidate the STag it names, after
+    //# placing the message and before delivering it; if the STag cannot be invalidated, that is
+    //# an error.
     fn deliver_send(&mut self, opcode: Opcode, h: &UntaggedHeader) -> Result<(), Pending> {
         let byte_len = self.rx.send_progress;
         self.rx.send_progress = 0;
@@ -686,6 +772,10 @@ impl QueuePair {
     /// RFC 5040 §5.2 and §7: the responder checks the data source (valid,
     /// associated, readable remotely, in bounds, no wrap) and queues the
     /// response. A zero-length Read's source is not checked.
+    //= rfc5040#7.2
+    //# The Data Source MUST validate the Data Source STag, Tagged Offset and length of an RDMA
+    //# Read Request, and access rights to read, before it responds; a failure is a Remote
+    //# Protection Error.
     fn accept_read_request(&mut self) -> Result<(), Pending> {
         // The length was checked at the header: never refused here.
         let request = ReadRequest::parse_bytes(&self.rx.inline[..self.rx.inline_len])
@@ -818,5 +908,76 @@ impl UlpduSink for QueuePair {
             Ok(()) => Ok(()),
             Err(p) => Err(self.fail_rx(p)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::ddp::header::Segment;
+    use crate::framing::UlpduSink;
+    use crate::memory::{Access, MemoryBuffer, MemoryTable, RegionSpec, StreamId};
+    use crate::rdmap::{CompletionStatus, QueuePair, QueuePairConfig, SendFlags, Sge, QN_SEND};
+
+    /// A queue pair with one 8-octet region it may send from and receive
+    /// into.
+    fn node(seed: u64) -> (QueuePair, Sge) {
+        let table = Arc::new(MemoryTable::with_seed(seed));
+        let pd = table.alloc_pd();
+        let stag = table
+            .register(RegionSpec {
+                pd,
+                buffer: MemoryBuffer::from(vec![7u8; 8]),
+                offset: 0,
+                len: 8,
+                base_to: 0,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                key: None,
+            })
+            .unwrap();
+        let qp = QueuePair::new(QueuePairConfig::new(pd, StreamId(seed)), table);
+        (
+            qp,
+            Sge {
+                stag,
+                to: 0,
+                len: 8,
+            },
+        )
+    }
+
+    /// The MSN of a queue wraps from 0xFFFFFFFF to 0, at the data source
+    /// and at the data sink alike: two Sends across the wrap are numbered
+    /// 0xFFFFFFFF and 0 and both are delivered.
+    //= rfc5041#4.3
+    //= type=test
+    //# The MSN value MUST wrap to 0 after a value of 0xFFFFFFFF.
+    #[test]
+    fn msn_wraps_to_zero() {
+        let (mut a, sge) = node(1);
+        let (mut b, buf) = node(2);
+        a.tx_msn[QN_SEND as usize] = u32::MAX;
+        b.rx.msn[QN_SEND as usize] = u32::MAX;
+        for id in 0..2 {
+            b.post_recv(id, buf).unwrap();
+            a.post_send(id, sge, SendFlags::default()).unwrap();
+        }
+        let mut msns = Vec::new();
+        while let Some(t) = a.poll_transmit() {
+            let octets = t.to_vec().unwrap();
+            msns.push(Segment::new_checked(&octets[..]).unwrap().msn());
+            b.ulpdu_begin(octets.len()).unwrap();
+            b.ulpdu_data(&octets).unwrap();
+            b.ulpdu_end().unwrap();
+        }
+        assert_eq!(msns, [u32::MAX, 0]);
+        let mut delivered = 0;
+        while let Some(c) = b.poll_completion() {
+            assert_eq!(c.status, CompletionStatus::Success);
+            delivered += 1;
+        }
+        assert_eq!(delivered, 2);
     }
 }

@@ -34,6 +34,13 @@ pub const TERMINATE_ULPDU_MAX_LEN: usize = UNTAGGED_HEADER_LEN + TERMINATE_MAX_L
 /// The DDP header a Terminate message travels under (RFC 5040 §4.8):
 /// untagged, a single segment (L set), queue 2, MO 0, message `msn` of
 /// that queue.
+//= rfc5040#4.8
+//# The Terminate Message MUST be sent as a single DDP Segment on untagged queue 2, with the
+//# Last flag set.
+//= rfc5040#4.8
+//# The Terminate Control field names the layer, the error type and the error code, and says (M,
+//# D, R) whether the DDP Segment Length, the DDP header and the RDMAP header of the segment in
+//# error follow.
 pub fn terminate_header(msn: u32) -> UntaggedHeader {
     UntaggedHeader {
         last: true,
@@ -292,6 +299,15 @@ mod tests {
     use crate::ddp::{DdpError, UntaggedError};
 
     #[test]
+    //= rfc5040#4.8
+    //= type=test
+    //# The Terminate Message MUST be sent as a single DDP Segment on untagged queue 2, with the
+    //# Last flag set.
+    //= rfc5040#4.8
+    //= type=test
+    //# The Terminate Control field names the layer, the error type and the error code, and says
+    //# (M, D, R) whether the DDP Segment Length, the DDP header and the RDMAP header of the
+    //# segment in error follow.
     fn untagged_error_with_ddp_copy() {
         let mut t = TerminateMessage::new(ProtocolError::Ddp(DdpError::Untagged(
             UntaggedError::NoBuffer,
@@ -320,6 +336,11 @@ mod tests {
     }
 
     #[test]
+    //= rfc5040#4.8
+    //= type=test
+    //# The Terminate Control field names the layer, the error type and the error code, and says
+    //# (M, D, R) whether the DDP Segment Length, the DDP header and the RDMAP header of the
+    //# segment in error follow.
     fn read_request_copy_and_truncation() {
         let mut t =
             TerminateMessage::new(ProtocolError::Llp(crate::framing::LlpErrorCode::CrcError));

@@ -88,8 +88,40 @@ impl QueuePair {
 
     /// Picks the next message: read responses and send-queue messages
     /// alternate, a Read Request waits while ORD reads are outstanding.
+    //= rfc5041#4.2
+    //# The Data Source MUST ensure that each DDP Segment within a specific DDP Message contains
+    //# the same value for this field.
+    //= rfc5041#4.3
+    //# The Data Source MUST ensure that each DDP Segment within a specific DDP Message contains
+    //# the same value for this field.
+    //= rfc5041#4.3
+    //# The Message Sequence Number specifies a sequence number that MUST be increased by one
+    //# (modulo 2^32) with each DDP Message targeting the specific Queue Number on the DDP
+    //# Stream associated with this DDP Segment.
+    //= rfc5041#4.3
+    //# The MSN value MUST wrap to 0 after a value of 0xFFFFFFFF.
+    //= rfc5041#5.3
+    //# MUST transmit DDP Messages in the order they were submitted to the DDP layer, * SHOULD
+    //# transmit DDP Segments within a DDP Message in increasing MO order for Untagged DDP
+    //# Messages and in increasing TO order for Tagged DDP Messages.
+    //= rfc5041#4.3
+    //# 0xFFFFFFFF. Each DDP segment within a specific DDP message MUST contain the same value
+    //# for this field. The Data Source MUST ensure that each DDP Segment
+    //= rfc5041#4.2
+    //# MUST be the value supplied by the ULP. The Data Source MUST ensure that each DDP Segment
+    //# within a specific DDP Message contains the same value for this field.
+    //= rfc5040#5.2
+    //# The Data Source MUST send its RDMA Read Response Messages in the order in which it
+    //# received the RDMA Read Request Messages.
+    //= rfc5040#5.5
+    //# A Tagged message MUST NOT be interleaved with another Tagged message on the same stream:
+    //# all segments of an RDMA Write or RDMA Read Response are sent before the next message
+    //# starts.
     fn start_message(&mut self) -> bool {
         let sq_ready = match self.sq_pending.front() {
+            //= rfc5040#5.2
+            //# The Data Sink MUST NOT have more RDMA Read Requests outstanding than the ORD it
+            //# was given.
             Some(SqWork::Read { .. }) => self.orq.len() < self.cfg.ord,
             Some(_) => true,
             None => false,
@@ -170,6 +202,47 @@ impl QueuePair {
 
     /// Cuts the next segment of the current message. `None` if its source
     /// turned out invalid (the stream then fails).
+    //= rfc5041#4.1
+    //# It MUST be set to one on the last DDP Segment of every DDP Message.
+    //= rfc5041#4.1
+    //# It MUST NOT be set to one on any other DDP Segment.
+    //= rfc5041#4.1
+    //# The DDP Segment with the L bit set to 1 MUST be posted to the LLP after all other DDP
+    //# Segments of the associated DDP Message have been posted to the LLP.
+    //= rfc5041#4.1
+    //# For an Untagged DDP Message, the DDP Segment with the L bit set to 1 MUST carry the
+    //# highest MO.
+    //= rfc5041#4.2
+    //# At the Data Source, DDP MUST set RsvdULP Field to the value specified by the ULP.
+    //= rfc5041#4.2
+    //# Each DDP Segment within a specific DDP Message MUST contain the same value for this
+    //# field.
+    //= rfc5041#4.2
+    //# At the Data Source, DDP MUST set the STag field to the value specified by the ULP.
+    //= rfc5041#4.2
+    //# Each DDP Segment within a specific DDP Message MUST contain the same value for this
+    //# field and MUST be the value supplied by the ULP.
+    //= rfc5041#4.3
+    //# At the Data Source, DDP MUST set RsvdULP Field to the value specified by the ULP.
+    //= rfc5041#4.3
+    //# Each DDP Segment within a specific DDP Message MUST contain the same value for the
+    //= rfc5041#4.3
+    //# Each DDP segment within a specific DDP message MUST contain the same value for this
+    //# field and MUST be the value supplied by the ULP at the Data Source.
+    //= rfc5041#4.3
+    //# The MO referencing the first octet of the DDP Message MUST be set to zero by the DDP
+    //# layer.
+    //= rfc5041#4.4
+    //# Each DDP Segment MUST contain a DDP Header.
+    //= rfc5041#5.2
+    //# For each DDP Segment of a Untagged DDP Message, the MO MUST be set to the octet offset
+    //# from the first octet in the associated ULP Message (which is defined to be zero) to the
+    //# first octet in the ULP Payload contained in the DDP Segment.
+    //= rfc5041#5.2
+    //# For each DDP Segment of a Tagged DDP Message, the TO MUST be set to the octet offset
+    //# from the first octet in the associated ULP Message to the first octet in the ULP Payload
+    //# contained in the DDP Segment, plus the TO assigned to the first octet in the associated
+    //# ULP Message.
     fn next_segment(&mut self) -> Option<Transmit> {
         let mulpdu = self.mulpdu;
         let msg = self.tx.as_mut().expect("a message is in progress");

@@ -258,6 +258,9 @@ impl Shared {
         blocked
     }
 
+    //= rfc5041#3
+    //# For a specific LLP Connection, when all LLP Streams are either gracefully torn down or
+    //# are labeled as erroneous LLP streams, the LLP Connection MUST be torn down.
     fn close_socket(&self, inner: &mut Inner) {
         let _ = SockRef::from(&self.stream).shutdown(Shutdown::Both);
         inner.write_closed = true;

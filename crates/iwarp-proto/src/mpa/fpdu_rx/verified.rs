@@ -47,6 +47,9 @@ pub enum Placement {
 /// The most stream octets one FPDU can take: the longest ULPDU, its pad
 /// and CRC, and the markers that can fall among them (one every 508
 /// octets of FPDU, plus one at either end).
+//= draft-ietf-rddp-mpa-01#11.2.2
+//# If the MTU is smaller than 140 octets, the buffer MUST be at least 140 octets long to
+//# support the minimum FPDU size.
 pub const MAX_FPDU_WIRE_LEN: usize = fpdu_len(MAX_ULPDU_LEN)
     + MARKER_LEN * (fpdu_len(MAX_ULPDU_LEN).div_ceil(INTERVAL.get() as usize - MARKER_LEN) + 1);
 
@@ -109,6 +112,9 @@ impl FpduReceiver {
     //= rfc5044#6
     //# An MPA receiver MUST first verify the FPDU before passing the ULPDU
     //# to DDP.
+    //= rfc5044#6
+    //# The ULPDU Length field (see Section 4) MUST be used to determine if the entire FPDU is
+    //# present before forwarding the ULPDU to DDP.
     pub(super) fn receive_verified<S: UlpduSink>(
         &mut self,
         input: &[u8],

@@ -20,6 +20,12 @@ use super::frame::{Revision, MAX_PRIVATE_DATA};
 /// says CRCs "MUST be generated and checked by both endpoints" in that
 /// case, so a peer's request is always honoured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+//= draft-ietf-rddp-mpa-01#5.2
+//# An MPA implementation MUST implement CRC support and MUST either: (1) always use CRCs or (2)
+//# only negotiate the non-use of CRC on the explicit request of the system administrator, via
+//# an interface not defined in this spec.
+//= draft-ietf-rddp-mpa-01#5.2
+//# The default configuration for a connection MUST be to use CRCs.
 pub enum CrcPolicy {
     /// Send C=1 and insist that the peer's frame sets C too. Startup fails
     /// otherwise: the initiator reports [`StartupError::CrcRefused`] on a
@@ -189,6 +195,14 @@ mod tests {
     use super::*;
 
     #[test]
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# An MPA implementation MUST implement CRC support and MUST either: (1) always use CRCs or
+    //# (2) only negotiate the non-use of CRC on the explicit request of the system
+    //# administrator, via an interface not defined in this spec.
+    //= draft-ietf-rddp-mpa-01#5.2
+    //= type=test
+    //# The default configuration for a connection MUST be to use CRCs.
     fn defaults_match_the_brief() {
         let c = StartupConfig::default();
         assert_eq!(c.max_revision, Revision::Rev2);

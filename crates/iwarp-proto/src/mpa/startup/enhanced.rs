@@ -151,6 +151,10 @@ impl IrdOrd {
 
 /// The enhanced connection establishment words of a revision 2 frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+//= rfc6581#7.1
+//# When the enhanced connection establishment flag is set, the first four octets of the Private
+//# Data MUST carry the IRD and ORD, each in the low 14 bits of a 16-bit word, with the
+//# peer-to-peer and RTR type bits above them.
 pub struct EnhancedData {
     /// The IRD value (14 bits; larger values are sent as [`MAX_IRD_ORD`]).
     pub ird: u16,
@@ -248,6 +252,11 @@ mod tests {
     use super::*;
 
     #[test]
+    //= rfc6581#7.1
+    //= type=test
+    //# When the enhanced connection establishment flag is set, the first four octets of the
+    //# Private Data MUST carry the IRD and ORD, each in the low 14 bits of a 16-bit word, with
+    //# the peer-to-peer and RTR type bits above them.
     fn siw_words_decode() {
         // siw-observed.md: rping's IRD 1 / ORD 1, no P2P.
         let d = EnhancedData::parse(&[0x00, 0x01, 0x00, 0x01]).unwrap();

@@ -220,6 +220,15 @@ impl StartupError {
     /// queued a Reply with R set and, as for any rejection, "MUST exit MPA,
     /// leaving the TCP connection open" (rule 2); the upper layer may close
     /// it. False for local API errors, which change nothing.
+    //= rfc5044#7.1.2
+    //# If the MPA Request Frame is improperly formatted, the implementation MUST close the TCP
+    //# connection and exit MPA.
+    //= rfc5044#7.1.2
+    //# If the MPA Reply Frame is improperly formatted, the implementation MUST close the TCP
+    //# connection and exit MPA.
+    //= rfc5044#8
+    //# Invalid MPA Request Frame or MPA Response Frame received. In this case, the TCP
+    //# connection MUST be immediately closed.
     pub fn closes_connection(&self) -> bool {
         match self {
             Self::MarkersRefused { detected_by }

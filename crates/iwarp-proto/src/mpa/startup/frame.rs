@@ -109,6 +109,10 @@ pub enum FrameKind {
 
 impl FrameKind {
     /// The key this kind of frame starts with.
+    //= rfc5044#7.1.1
+    //# Initiator mode senders MUST set this field to the fixed value "MPA ID Req Frame"
+    //= rfc5044#7.1.1
+    //# Responder mode senders MUST set this field to the fixed value "MPA ID Rep Frame"
     pub const fn key(self) -> &'static [u8; KEY_LEN] {
         match self {
             Self::Request => &REQUEST_KEY,
@@ -213,6 +217,12 @@ impl Header {
         })?;
         // RFC 5044 §7.1.1 Rev: a receiver that cannot interoperate with the
         // revision closes; this crate knows 0, 1 and 2.
+        //= rfc5044#7.1.1
+        //# MPA receivers compliant with this version of the specification MUST check this
+        //# field.
+        //= rfc5044#7.1.1
+        //# If the MPA receiver cannot interoperate with the received version, then it MUST
+        //# close the connection and report an error locally.
         let revision = Revision::from_wire(rev).ok_or(FrameError::UnknownRevision(rev))?;
         let pd_length = u16::from_be_bytes([
             pd.first().copied().unwrap_or(0),
@@ -220,6 +230,10 @@ impl Header {
         ]);
         // RFC 5044 §7.1.1 PD_Length: more than 512 octets is an error
         // (65535 is the field's own limit for revision 0).
+        //= rfc5044#7.1.1
+        //# If the receiver detects that the PD_Length field does not match the length of the
+        //# Private Data field, or if the length of the Private Data field exceeds 512 octets,
+        //# the receiver MUST close the connection and report an error locally.
         if usize::from(pd_length) > revision.max_private_data() {
             return Err(FrameError::PrivateDataTooLong {
                 revision,
@@ -443,6 +457,8 @@ impl<'a> StartupFrameRepr<'a> {
         if self.enhanced.is_some() && self.revision != Revision::Rev2 {
             return Err(FrameError::EnhancedNeedsRev2(self.revision));
         }
+        //= rfc5044#7.1.1
+        //# The Private Data field MUST be between 0 and 512 octets in length.
         if self.pd_length() > self.revision.max_private_data() {
             return Err(FrameError::PrivateDataTooLong {
                 revision: self.revision,
@@ -470,6 +486,8 @@ impl<'a> StartupFrameRepr<'a> {
         if self.crc {
             flags |= FLAG_CRC;
         }
+        //= rfc5044#7.1.1
+        //# It MUST be set to zero when sending, and not checked on reception.
         if self.rejected && self.kind == FrameKind::Reply {
             flags |= FLAG_REJECT;
         }
@@ -481,6 +499,12 @@ impl<'a> StartupFrameRepr<'a> {
         let mut header = [0u8; HEADER_LEN];
         header[..KEY_LEN].copy_from_slice(self.kind.key());
         header[16] = flags;
+        //= rfc5044#7.1.1
+        //# For this version of the specification, senders MUST set this field to one.
+        //= rfc5044#7.1.1
+        //# PD_Length: This field MUST contain the length in octets of the Private Data field.
+        //= draft-ietf-rddp-mpa-01#6.1.1
+        //# For this version of the specification senders MUST set this field to zero.
         header[17] = self.revision.wire();
         header[18..20].copy_from_slice(&pd_length.to_be_bytes());
         let (head, rest) = out.split_at_mut(HEADER_LEN);
@@ -521,6 +545,12 @@ mod tests {
     use crate::test_util::hex;
 
     #[test]
+    //= rfc5044#7.1.1
+    //= type=test
+    //# Initiator mode senders MUST set this field to the fixed value "MPA ID Req Frame"
+    //= rfc5044#7.1.1
+    //= type=test
+    //# Responder mode senders MUST set this field to the fixed value "MPA ID Rep Frame"
     fn keys_are_the_rfc_octets() {
         assert_eq!(
             REQUEST_KEY.to_vec(),
@@ -530,6 +560,9 @@ mod tests {
     }
 
     #[test]
+    //= rfc5044#7.1.1
+    //= type=test
+    //# PD_Length: This field MUST contain the length in octets of the Private Data field.
     fn encodes_siw_rping_request() {
         // siw-observed.md: rping's Request, revision 2, enhanced, IRD/ORD 1/1.
         let repr = StartupFrameRepr {
@@ -666,6 +699,9 @@ mod tests {
     }
 
     #[test]
+    //= rfc5044#7.1.1
+    //= type=test
+    //# It MUST be set to zero when sending, and not checked on reception.
     fn r_bit_is_not_checked_in_a_request() {
         let bytes = frame(FrameKind::Request, "2001 0000");
         let (repr, _) = StartupFrameRepr::parse_bytes(&bytes).unwrap();
@@ -716,6 +752,9 @@ mod tests {
     }
 
     #[test]
+    //= draft-ietf-rddp-mpa-01#6.1.1
+    //= type=test
+    //# For this version of the specification senders MUST set this field to zero.
     fn revision_0_carries_65535_octets() {
         let pd: Vec<u8> = (0..65535u32).map(|i| (i % 251) as u8).collect();
         let repr = StartupFrameRepr {
@@ -790,6 +829,9 @@ mod tests {
     }
 
     #[test]
+    //= rfc5044#7.1.1
+    //= type=test
+    //# The Private Data field MUST be between 0 and 512 octets in length.
     fn emit_refuses_what_cannot_be_sent() {
         let pd = [0u8; 509];
         let repr = StartupFrameRepr {

@@ -27,6 +27,22 @@ pub struct ImmediateStart {
 impl ImmediateStart {
     /// The immediate-start profile for one end. The role only labels the
     /// outcome: both ends may send at once (there is no rule 4 here).
+    //= draft-culley-iwarp-mpa-02#7.1
+    //# MPA senders MUST insert a marker into the data stream at a 512 octet periodic interval
+    //# in the TCP Sequence Number Space.
+    //= draft-culley-iwarp-mpa-02#7.2
+    //# When sending an FPDU, the sender MUST include a valid CRC field.
+    //= draft-culley-iwarp-mpa-02#7.2
+    //# When an FPDU is received, the receiver MUST first perform the following: - 1) Calculate
+    //# the CRC of the incoming FPDU in the same fashion as defined above. - 2) Verify that the
+    //# calculated CRC-32c value is the same as the received CRC-32c value found in the FPDU CRC
+    //# field.
+    //= draft-culley-iwarp-mpa-02#7.4
+    //# To do this, the receiver MUST: - * locate the start of the FPDU unambiguously, - *
+    //# verify its CRC.
+    //= draft-culley-iwarp-mpa-02#8.1
+    //# In this case the marker MUST be the first four octets sent (this marker has the special
+    //# value 0x0000, meaning it belongs to the FPDU that follows).
     pub fn new(role: Role) -> Self {
         Self {
             established: Established {
@@ -95,6 +111,23 @@ mod tests {
     use super::*;
 
     #[test]
+    //= draft-culley-iwarp-mpa-02#7.1
+    //= type=test
+    //# MPA senders MUST insert a marker into the data stream at a 512 octet periodic interval
+    //# in the TCP Sequence Number Space.
+    //= draft-culley-iwarp-mpa-02#7.2
+    //= type=test
+    //# When sending an FPDU, the sender MUST include a valid CRC field.
+    //= draft-culley-iwarp-mpa-02#7.2
+    //= type=test
+    //# When an FPDU is received, the receiver MUST first perform the following: - 1) Calculate
+    //# the CRC of the incoming FPDU in the same fashion as defined above. - 2) Verify that the
+    //# calculated CRC-32c value is the same as the received CRC-32c value found in the FPDU CRC
+    //# field.
+    //= draft-culley-iwarp-mpa-02#7.4
+    //= type=test
+    //# To do this, the receiver MUST: - * locate the start of the FPDU unambiguously, - *
+    //# verify its CRC.
     fn established_at_once_with_markers_and_crc() {
         let now = Instant::now();
         for role in [Role::Initiator, Role::Responder] {
@@ -104,6 +137,8 @@ mod tests {
                 panic!("no event");
             };
             assert_eq!(e.framing, FramingParams::IMMEDIATE_START);
+            // Markers and CRC, both ways, always.
+            assert!(e.framing.crc && e.framing.send_markers && e.framing.receive_markers);
             assert_eq!(e.role, role);
             assert_eq!(e.revision, None);
             assert!(!e.must_receive_before_sending());

@@ -55,6 +55,9 @@ impl Initiator {
     /// Fails if the configuration is inconsistent or `private_data` does
     /// not fit the Request (512 octets at revisions 1 and 2, less the 4
     /// enhanced octets; 65535 at revision 0).
+    //= rfc5044#7.1.2
+    //# When MPA is started in the Initiator mode, the MPA implementation MUST send a valid MPA
+    //# Request Frame.
     pub fn new(
         config: StartupConfig,
         private_data: &[u8],
@@ -129,6 +132,8 @@ impl Initiator {
         &self.config
     }
 
+    //= rfc5044#7.1.2
+    //# MPA Initiator mode implementations MUST receive and validate an MPA Reply Frame.
     fn read_reply(&mut self, input: &[u8]) -> Result<usize, StartupError> {
         let config = &self.config;
         let requested = self.sent.revision;
@@ -152,6 +157,15 @@ impl Initiator {
 
     /// RFC 5044 §7.1.2 rule 3 and RFC 6581: judge a complete, well-formed
     /// Reply.
+    //= rfc5044#7.1.2
+    //# If the MPA Reply Frame is properly formatted but is the Private Data is not acceptable,
+    //# or if the Rejected Connection bit is set to '1', the implementation MUST exit MPA,
+    //# leaving the TCP connection open.
+    //= rfc5044#7.1.2
+    //# If the MPA Reply Frame is properly formatted and the Private Data is acceptable, and the
+    //# Reject Connection bit is set to '0', the implementation SHOULD enter Full MPA/DDP
+    //# Operation Phase; interpreting any received data as FPDUs and sending DDP ULPDUs as
+    //# FPDUs.
     fn process_reply(&mut self, reply: ReceivedFrame) -> Result<(), StartupError> {
         if reply.rejected {
             let rejection = PeerRejection {
@@ -224,6 +238,9 @@ impl Initiator {
     /// IRD, code 0x06; no matching RTR type, code 0x07) sends a Terminate
     /// with the code as its first FPDU, framed as the Reply settled, and
     /// then closes. It is queued for [`StartupMachine::poll_transmit`].
+    //= rfc6581#9
+    //# An Initiator that cannot use a valid Reply MUST send a Terminate Message carrying the
+    //# LLP error code as its first FPDU before it closes.
     fn queue_terminate(&mut self, framing: FramingParams, code: LlpErrorCode) {
         let (ulpdu, len) = TerminateMessage::new(ProtocolError::Llp(code)).to_ulpdu(1);
         let ulpdu = &ulpdu[..len];
@@ -285,6 +302,9 @@ impl StartupMachine for Initiator {
         if self.common.state != State::AwaitingReply || !self.common.expired(now) {
             return Ok(());
         }
+        //= rfc5044#7.1.2
+        //# MPA implementations SHOULD implement a reasonable timeout while waiting for the
+        //# entire set of startup frames; this prevents certain denial-of-service attacks.
         // RFC 5044 §7.1.2 rule 10.
         let error = StartupError::Timeout {
             waiting_for: Awaiting::Reply,

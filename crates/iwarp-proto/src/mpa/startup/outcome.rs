@@ -59,6 +59,8 @@ pub struct PeerRequest {
 
 /// A connection ready for full operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
+//= rfc5044#7.1
+//# A DDP endpoint MUST be "bound" to the MPA connection at entry to this phase.
 pub struct Established {
     /// This end's role.
     pub role: Role,
@@ -79,6 +81,9 @@ pub struct Established {
 
 impl Established {
     /// The RTR message this end must send as its first FPDU, if any.
+    //= rfc6581#4
+    //# The Initiator MUST send the selected zero-length RTR message as its first FPDU, which
+    //# lets the Responder send.
     pub fn rtr_to_send(&self) -> Option<RtrType> {
         match self.role {
             Role::Initiator => self.rtr,
@@ -98,6 +103,9 @@ impl Established {
     /// least one FPDU before sending any FPDUs or Markers". True for a
     /// responder that went through startup frames; the immediate-start
     /// profile has no such rule.
+    //= rfc5044#7.1.2
+    //# MPA Responder mode implementations MUST receive and validate at least one FPDU before
+    //# sending any FPDUs or Markers.
     pub fn must_receive_before_sending(&self) -> bool {
         self.role == Role::Responder && self.revision.is_some()
     }

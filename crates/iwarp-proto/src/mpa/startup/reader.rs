@@ -148,6 +148,15 @@ impl FrameReader {
                         .map_err(|e| StartupError::from_frame(e, expected))?;
                     check(&header)?;
                     let length = usize::from(header.pd_length);
+                    //= rfc5044#7.1.2
+                    //# MPA implementations MUST validate the PD_Length field.
+                    //= rfc5044#7.1.2
+                    //# The buffer that receives the Private Data field MUST be large enough to
+                    //# receive that data; the amount of Private Data MUST not exceed the
+                    //# PD_Length or the application buffer.
+                    //= rfc5044#7.1.2
+                    //# If any of the above fails, the startup frame MUST be considered
+                    //# improperly formatted.
                     if length > limit {
                         return Err(StartupError::PrivateDataOverLocalLimit { length, limit });
                     }
@@ -164,6 +173,18 @@ impl FrameReader {
 
 /// RFC 5044 §7.1.2 rules 5 and 8: the key must be the one expected; the
 /// other startup key means both ends took the same role.
+//= rfc5044#7.1.1
+//# Responder mode receivers MUST check this field for the same value, and close the connection
+//# and report an error locally if any other value is detected.
+//= rfc5044#7.1.1
+//# Initiator mode receivers MUST check this field for the same value, and close the connection
+//# and report an error locally if any other value is detected.
+//= rfc5044#7.1.2
+//# If a received "Key" does not match the expected value (see Section 7.1.1, MPA Request and
+//# Reply Frame Format) the TCP/DDP connection MUST be closed, and an error returned to the ULP.
+//= rfc5044#7.1.2
+//# MPA implementations MUST use the difference between the MPA Request Frame and the MPA Reply
+//# Frame to check for incorrect "Initiator/Initiator" startups.
 fn check_key(octets: &[u8], expected: FrameKind) -> Result<(), StartupError> {
     match (
         FrameKind::from_key(octets.get(..KEY_LEN).unwrap_or(&[])),

@@ -58,6 +58,12 @@ impl Responder {
     /// streaming-mode message of the upper layer, then waits for the
     /// Request (RFC 5044 §7.1.5 item 2: this lets the upper layer switch to
     /// MPA before the initiator, woken by that message, can answer).
+    //= rfc5044#7.1
+    //# MPA requires that the Consumer MUST activate MPA, and any TCP enhancements for MPA, on a
+    //# TCP half connection at the same location in the octet stream at both the sender and the
+    //# receiver.
+    //= rfc5044#7.1.5
+    //# Enabling the DDP/MPA stack SHOULD be done only when no incoming stream data is expected.
     pub fn with_last_streaming_message(
         config: StartupConfig,
         message: &[u8],
@@ -141,6 +147,14 @@ impl Responder {
     /// Rejects the request: queues a Reply with R set carrying
     /// `private_data` (typically the reason), and ends MPA leaving the TCP
     /// connection open (RFC 5044 §7.1.2 rules 2 and 6).
+    //= rfc5044#7.1.2
+    //# If the MPA Request Frame is properly formatted but the Private Data is not acceptable,
+    //# the implementation SHOULD return an MPA Reply Frame with the Rejected Connection bit set
+    //# to '1'; the MPA Reply Frame MAY include ULP-supplied Private Data; the implementation
+    //# MUST exit MPA, leaving the TCP connection open.
+    //= rfc5044#7.1.2
+    //# The Responder SHOULD return an MPA Reply Frame with the "Reject Connection" bit set to
+    //# '1' if the validation of the Private Data is not acceptable to the ULP.
     pub fn reject(&mut self, private_data: &[u8]) -> Result<(), StartupError> {
         let request = self.decision_pending()?;
         check_reply_private_data(request, private_data)?;
@@ -186,6 +200,13 @@ impl Responder {
 
     /// Judges a complete, well-formed Request: either refuse it by policy
     /// (queuing a rejecting Reply) or hand it to the application.
+    //= rfc5044#7.1.2
+    //# When MPA is started in the Responder mode, the MPA implementation MUST wait until an MPA
+    //# Request Frame is received and validated before entering Full MPA/DDP Operation.
+    //= rfc5044#7.1.2
+    //# If the MPA Request Frame is properly formatted and the Private Data is acceptable, the
+    //# implementation SHOULD return an MPA Reply Frame with the Rejected Connection bit set to
+    //# '0'
     fn process_request(
         &mut self,
         request: ReceivedFrame,
@@ -355,6 +376,9 @@ impl StartupMachine for Responder {
         let error = match self.common.state {
             // RFC 5044 §7.1.2 rule 8: silence is how a responder/responder
             // startup shows.
+            //= rfc5044#7.1.2
+            //# Implementations SHOULD put a timeout on waiting for the MPA Request Frame when
+            //# started in Responder mode, to detect incorrect "Responder/Responder" startups.
             State::AwaitingRequest if self.reader.received() == 0 => {
                 StartupError::ResponderResponder
             }

@@ -499,6 +499,10 @@ fn siw_rping_request_and_first_fpdu() {
 // RFC 5044 §7.1.2, rule by rule
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# When MPA is started in the Initiator mode, the MPA implementation MUST send a valid MPA
+//# Request Frame.
 fn rule_1_initiator_sends_a_valid_request_at_once() {
     let now = Instant::now();
     let mut i = Initiator::new(cfg(), b"pd", now).unwrap();
@@ -523,6 +527,14 @@ fn rule_1_initiator_sends_a_valid_request_at_once() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# When MPA is started in the Responder mode, the MPA implementation MUST wait until an MPA
+//# Request Frame is received and validated before entering Full MPA/DDP Operation.
+//= rfc5044#7.1.2
+//= type=test
+//# If the MPA Request Frame is properly formatted and the Private Data is acceptable, the
+//# implementation SHOULD return an MPA Reply Frame with the Rejected Connection bit set to '0'
 fn rule_2_responder_accepts_with_its_private_data() {
     let run = connect(
         cfg(),
@@ -542,6 +554,17 @@ fn rule_2_responder_accepts_with_its_private_data() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# If the MPA Request Frame is properly formatted but the Private Data is not acceptable, the
+//# implementation SHOULD return an MPA Reply Frame with the Rejected Connection bit set to '1';
+//# the MPA Reply Frame MAY include ULP-supplied Private Data; the implementation MUST exit MPA,
+//# leaving the TCP connection open.
+//= rfc5044#7.1.2
+//= type=test
+//# If the MPA Reply Frame is properly formatted but is the Private Data is not acceptable, or
+//# if the Rejected Connection bit is set to '1', the implementation MUST exit MPA, leaving the
+//# TCP connection open.
 fn rule_2_and_3_rejection_leaves_tcp_open() {
     let run = connect(cfg(), cfg(), b"hello", Decide::Reject(b"go away"));
     assert_eq!(run.responder_result, Ok(()));
@@ -575,6 +598,14 @@ fn rule_2_and_3_rejection_leaves_tcp_open() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# If the MPA Request Frame is improperly formatted, the implementation MUST close the TCP
+//# connection and exit MPA.
+//= rfc5044#8
+//= type=test
+//# Invalid MPA Request Frame or MPA Response Frame received. In this case, the TCP connection
+//# MUST be immediately closed.
 fn rule_2_malformed_request_closes() {
     let now = Instant::now();
     let mut r = responder(cfg(), now);
@@ -606,6 +637,13 @@ fn rule_2_malformed_request_closes() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# If the MPA Reply Frame is improperly formatted, the implementation MUST close the TCP
+//# connection and exit MPA.
+//= rfc5044#7.1.2
+//= type=test
+//# MPA Initiator mode implementations MUST receive and validate an MPA Reply Frame.
 fn rule_3_malformed_reply_closes() {
     let now = Instant::now();
     let (mut i, _) = initiator(cfg(), b"", now);
@@ -619,6 +657,10 @@ fn rule_3_malformed_reply_closes() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# MPA Responder mode implementations MUST receive and validate at least one FPDU before
+//# sending any FPDUs or Markers.
 fn rule_4_only_the_responder_waits_for_an_fpdu() {
     let run = accept_all(cfg(), cfg());
     let (i, r) = both_established(&run);
@@ -663,6 +705,18 @@ fn rule_5_garbage_keys() {
 }
 
 #[test]
+//= rfc5044#7.1.1
+//= type=test
+//# Responder mode receivers MUST check this field for the same value, and close the connection
+//# and report an error locally if any other value is detected.
+//= rfc5044#7.1.1
+//= type=test
+//# Initiator mode receivers MUST check this field for the same value, and close the connection
+//# and report an error locally if any other value is detected.
+//= rfc5044#7.1.2
+//= type=test
+//# If a received "Key" does not match the expected value (see Section 7.1.1, MPA Request and
+//# Reply Frame Format) the TCP/DDP connection MUST be closed, and an error returned to the ULP.
 fn rule_5_every_corrupted_key_octet() {
     let now = Instant::now();
     let good = request("0001 0000");
@@ -692,6 +746,10 @@ fn rule_5_every_corrupted_key_octet() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# MPA implementations MUST use the difference between the MPA Request Frame and the MPA Reply
+//# Frame to check for incorrect "Initiator/Initiator" startups.
 fn rule_8_initiator_initiator() {
     let now = Instant::now();
     let (mut a, req_a) = initiator(cfg(), b"", now);
@@ -715,6 +773,10 @@ fn rule_8_responder_receiving_a_reply() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# Implementations SHOULD put a timeout on waiting for the MPA Request Frame when started in
+//# Responder mode, to detect incorrect "Responder/Responder" startups.
 fn rule_8_responder_responder_detected_by_timeout() {
     let t0 = Instant::now();
     let mut a = responder(cfg(), t0);
@@ -735,6 +797,13 @@ fn rule_8_responder_responder_detected_by_timeout() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# MPA implementations MUST validate the PD_Length field.
+//= rfc5044#7.1.2
+//= type=test
+//# The buffer that receives the Private Data field MUST be large enough to receive that data;
+//# the amount of Private Data MUST not exceed the PD_Length or the application buffer.
 fn rule_9_local_private_data_limit() {
     let now = Instant::now();
     let config = StartupConfig {
@@ -775,6 +844,10 @@ fn rule_9_local_private_data_limit() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# MPA implementations SHOULD implement a reasonable timeout while waiting for the entire set
+//# of startup frames; this prevents certain denial-of-service attacks.
 fn rule_10_reply_timeout() {
     let t0 = Instant::now();
     let (mut i, _) = initiator(cfg(), b"", t0);
@@ -795,6 +868,10 @@ fn rule_10_reply_timeout() {
 }
 
 #[test]
+//= rfc5044#7.1.2
+//= type=test
+//# MPA implementations SHOULD implement a reasonable timeout while waiting for the entire set
+//# of startup frames; this prevents certain denial-of-service attacks.
 fn rule_10_partial_request_timeout() {
     let t0 = Instant::now();
     let config = StartupConfig {
@@ -879,6 +956,14 @@ fn peer_closing_while_the_application_decides() {
 // Delayed startup and the last streaming message (RFC 5044 §7.1.3, §7.1.5)
 
 #[test]
+//= rfc5044#7.1
+//= type=test
+//# MPA requires that the Consumer MUST activate MPA, and any TCP enhancements for MPA, on a TCP
+//# half connection at the same location in the octet stream at both the sender and the
+//# receiver.
+//= rfc5044#7.1.5
+//= type=test
+//# Enabling the DDP/MPA stack SHOULD be done only when no incoming stream data is expected.
 fn delayed_startup_after_streaming_mode() {
     // Two in-memory byte streams; the upper layers talk in streaming mode
     // first, then start MPA at the agreed positions.
@@ -944,6 +1029,16 @@ fn last_streaming_message_goes_out_first() {
 // Revision negotiation: every initiator range against every responder range
 
 #[test]
+//= rfc5044#7.1.1
+//= type=test
+//# For this version of the specification, senders MUST set this field to one.
+//= rfc5044#7.1.1
+//= type=test
+//# MPA receivers compliant with this version of the specification MUST check this field.
+//= draft-ietf-rddp-mpa-01#6.1.1
+//= type=test
+//# MPA receivers compliant with this version of the specification MUST check this field for
+//# zero, and close the connection and report an error locally if any other value is detected.
 fn every_revision_pair() {
     let ranges: Vec<(Revision, Revision)> = Revision::ALL
         .iter()
@@ -1009,6 +1104,10 @@ fn every_revision_pair() {
 }
 
 #[test]
+//= rfc5044#7.1.1
+//= type=test
+//# If the MPA receiver cannot interoperate with the received version, then it MUST close the
+//# connection and report an error locally.
 fn initiator_refuses_a_reply_below_its_minimum() {
     let now = Instant::now();
     let config = StartupConfig {
@@ -1083,6 +1182,13 @@ fn enhanced_reply_consistency() {
 // Markers and CRC: every combination, both ends
 
 #[test]
+//= rfc5044#7.1.1
+//= type=test
+//# When in a received MPA Request Frame or MPA Reply Frame and the value is '0', Markers MUST
+//# NOT be added to the data stream by that endpoint.
+//= rfc5044#7.1.1
+//= type=test
+//# When '1' Markers MUST be added as described in Section 4.3, MPA Markers.
 fn every_marker_and_crc_combination() {
     let policies = [CrcPolicy::Required, CrcPolicy::Preferred, CrcPolicy::Off];
     for i_m in [false, true] {
@@ -1262,6 +1368,10 @@ fn application_may_grant_less_never_more() {
 }
 
 #[test]
+//= rfc6581#7.1
+//= type=test
+//# An Initiator whose IRD is less than the Responder's ORD MUST either raise its IRD or
+//# terminate the connection with the insufficient IRD error.
 fn insufficient_ird_strict_and_relaxed() {
     let now = Instant::now();
     // Our IRD 4; the responder's ORD 16 (above) and IRD 16.
@@ -1331,6 +1441,10 @@ fn deframe(framing: FramingParams, wire: &[u8]) -> Vec<Vec<u8>> {
 /// markers or CRC it will not do) gets none: RFC 5044 §7.1.2 rule 3
 /// closes.
 #[test]
+//= rfc6581#9
+//= type=test
+//# An Initiator that cannot use a valid Reply MUST send a Terminate Message carrying the LLP
+//# error code as its first FPDU before it closes.
 fn initiator_terminates_after_a_valid_reply_it_cannot_use() {
     let now = Instant::now();
     let strict = StartupConfig {
@@ -1492,6 +1606,10 @@ fn no_p2p_means_no_rtr() {
 }
 
 #[test]
+//= rfc6581#4
+//= type=test
+//# An Initiator that receives no RTR type it offered MUST terminate the connection with the no
+//# matching RTR model error.
 fn initiator_checks_the_replys_rtr_selection() {
     let now = Instant::now();
     let config = StartupConfig {
@@ -1770,6 +1888,14 @@ fn malformed_frames() -> Vec<(&'static str, Vec<u8>, FrameKind, StartupError, us
 }
 
 #[test]
+//= rfc5044#7.1.1
+//= type=test
+//# If the receiver detects that the PD_Length field does not match the length of the Private
+//# Data field, or if the length of the Private Data field exceeds 512 octets, the receiver MUST
+//# close the connection and report an error locally.
+//= rfc5044#7.1.2
+//= type=test
+//# If any of the above fails, the startup frame MUST be considered improperly formatted.
 fn malformed_frames_cut_at_every_length() {
     let now = Instant::now();
     for (name, bytes, kind, error, shows_at) in malformed_frames() {
@@ -2032,6 +2158,12 @@ proptest! {
     }
 
     #[test]
+    //= rfc5044#7.1.2
+    //= type=test
+    //# If the MPA Reply Frame is properly formatted and the Private Data is acceptable, and the
+    //# Reject Connection bit is set to '0', the implementation SHOULD enter Full MPA/DDP
+    //# Operation Phase; interpreting any received data as FPDUs and sending DDP ULPDUs as
+    //# FPDUs.
     fn valid_reply_in_any_chunking(
         frame in arb_reply(),
         tail in proptest::collection::vec(any::<u8>(), 0..8),
