@@ -31,8 +31,12 @@
 //!   trip is reported).
 //! * **Write latency**: a ping-pong of RDMA Writes, as `ib_write_lat` does
 //!   it: each side polls the last octet of its buffer for the peer's
-//!   sequence number, then writes back. Polling yields to the runtime
-//!   between looks, since the same cores run the connection tasks.
+//!   sequence number, then writes back. The pong carries `pong_mark` of
+//!   the ping's number, a value the client's own ping never leaves in its
+//!   buffer, so the client never clears the octet and a pong that lands
+//!   before the ping's completion is seen is never lost. Polling yields to
+//!   the runtime between looks, since the same cores run the connection
+//!   tasks.
 //!
 //! A data connection identifies itself with its session and index in the
 //! MPA Request's private data (`IWPF`, session, index); the server rejects
@@ -524,13 +528,18 @@ impl ClientConn for IwarpClient {
                     .write(sge, self.remote()?)
                     .await
                     .map_err(|e| PerfError::iwarp("RDMA Write ping", e))?;
-                // The server writes the same sequence number back.
-                self.local.write_with(|b| b[last] = 0);
-                poll_for(&self.qp, &self.local, last, seq, "server").await?;
+                // The server writes the ping's mark back; it may already be here.
+                poll_for(&self.qp, &self.local, last, pong_mark(seq), "server").await?;
             }
         }
         Ok(())
     }
+}
+
+/// The octet a Write-latency pong carries for ping number `seq` (1..=255):
+/// never `seq` itself, and a different value for every `seq`.
+fn pong_mark(seq: u8) -> u8 {
+    seq ^ 0x80
 }
 
 /// Polls `region[at]` until it holds `value`, yielding between looks.
@@ -751,6 +760,8 @@ impl IwarpServerConn {
             poll_for(&self.qp, &self.buf, last, seq, "client").await?;
             tally.bytes += size as u64;
             tally.messages += 1;
+            // The client's next ping cannot arrive before this pong is sent.
+            self.buf.write_with(|b| b[last] = pong_mark(seq));
             self.qp
                 .rdma_write(u64::from(seq), sge, remote)
                 .map_err(post_err("writing a pong"))?;
