@@ -25,14 +25,15 @@ use tokio::net::{lookup_host, TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use iwarp_proto::framing::{AnyDeframer, AnyFramer, Framer, StartupMachine};
-use iwarp_proto::ift::{self, IftParams, IftReceiver, IftTransmitter, Negotiation};
+use iwarp_proto::connection::{ConnectionConfig, FramingSetup};
+use iwarp_proto::framing::{Framer, StartupMachine};
+use iwarp_proto::ift::{self, IftParams, IftTransmitter, Negotiation};
 use iwarp_proto::memory::StreamId;
 use iwarp_proto::mpa::startup::{
     Established, Event, ImmediateStart, Initiator, IrdOrd, MpaStartup, PeerRequest, Responder,
     Revision, Role,
 };
-use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams};
+use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 use iwarp_proto::rdmap::QueuePairConfig;
 
 use crate::config::{Config, Framing, QpOptions};
@@ -291,15 +292,18 @@ fn start(
     qp: QpOptions,
     emss: usize,
 ) -> Result<QueuePair, Error> {
-    let (info, framer, deframer, hold) = match settled {
+    let mut engine = QueuePairConfig::new(qp.pd.id, next_stream_id());
+    engine.send_queue_depth = config.send_queue_depth;
+    engine.recv_queue_depth = config.recv_queue_depth;
+    engine.ird = usize::from(config.startup.ird);
+    engine.ord = usize::from(config.startup.ord);
+    let (info, mut conn) = match settled {
         Settled::Mpa(established) => {
-            let framing = established.framing;
-            // RFC 5044 §7.1.2 rule 4.
-            let hold = established.must_receive_before_sending();
+            let conn = ConnectionConfig::mpa(&established, config.placement, engine);
             let info = ConnectionInfo {
                 role: established.role,
                 revision: established.revision,
-                framing,
+                framing: established.framing,
                 ird_ord: established.ird_ord,
                 rtr: established.rtr,
                 peer_private_data: established.private_data,
@@ -307,12 +311,7 @@ fn start(
                 mulpdu: 0,
                 ift: None,
             };
-            (
-                info,
-                AnyFramer::Mpa(FpduTransmitter::new(framing)),
-                AnyDeframer::Mpa(FpduReceiver::new(framing).with_placement(config.placement)),
-                hold,
-            )
+            (info, conn)
         }
         Settled::Ift(params, role) => {
             let checked = |c: ift::RxCrc| c == ift::RxCrc::Checked;
@@ -334,44 +333,26 @@ fn start(
                 mulpdu: 0,
                 ift: Some(params),
             };
-            (
-                info,
-                AnyFramer::Ift(IftTransmitter::new(params.tx)),
-                AnyDeframer::Ift(IftReceiver::new(params.rx)),
-                false,
-            )
+            (info, ConnectionConfig::ift(params, engine))
         }
     };
+    conn.emss = emss;
+    conn.idle_timeout = config.idle_timeout;
+    conn.disconnect_timeout = config.disconnect_timeout;
     let mut info = info;
-    info.mulpdu = framer.mulpdu(emss);
-    let mut engine = QueuePairConfig::new(qp.pd.id, next_stream_id());
-    engine.send_queue_depth = config.send_queue_depth;
-    engine.recv_queue_depth = config.recv_queue_depth;
-    engine.mulpdu = info.mulpdu;
-    let IrdOrd { ird, ord } = info.ird_ord.unwrap_or(IrdOrd {
-        ird: config.startup.ird,
-        ord: config.startup.ord,
-    });
-    engine.ird = usize::from(ird);
-    engine.ord = usize::from(ord);
-    let rtr = match info.role {
-        Role::Initiator => info.rtr,
-        Role::Responder => None,
+    info.mulpdu = match conn.framing {
+        FramingSetup::Mpa { params, .. } => FpduTransmitter::new(params).mulpdu(emss),
+        FramingSetup::Ift(params) => IftTransmitter::new(params.tx).mulpdu(emss),
+        _ => 0,
     };
     let shared = Shared::start(Startup {
         stream,
-        engine,
+        config: conn,
         info,
         leftover,
-        framer,
-        deframer,
-        hold_until_received: hold,
-        rtr,
         send_cq: qp.send_cq,
         recv_cq: qp.recv_cq,
         initial_recvs: qp.initial_recvs,
-        idle_timeout: config.idle_timeout,
-        disconnect_timeout: config.disconnect_timeout,
     })?;
     Ok(QueuePair::new(shared))
 }

@@ -55,10 +55,6 @@ pub struct Config {
     /// octets count: a healthy peer with nothing to send looks the same as
     /// a dead one, so set it only where the application keeps traffic
     /// flowing. Off by default.
-    //= rfc5044#7.1.2
-    //# ULPs SHOULD implement a reasonable timeout while waiting for FPDUs, ULPDUs, and
-    //# application level messages to guard against application failures and certain
-    //# denial-of-service attacks.
     pub idle_timeout: Option<Duration>,
     /// How long [`QueuePair::disconnect`](crate::QueuePair::disconnect)
     /// waits for the peer to close its side before closing abruptly.
