@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::conn::{ConnPair, End, Reading, Side};
 use common::{pattern, Region};
-use iwarp_proto::connection::{ConnectionConfig, ConnectionError, Event, LossReason};
+use iwarp_proto::connection::{ConnectionError, Event, LossReason};
 use iwarp_proto::framing::{FramingError, LlpError, LlpErrorCode};
 use iwarp_proto::ift::IftConfig;
 use iwarp_proto::memory::Access;
@@ -302,6 +302,65 @@ fn a_first_pdu_refused_above_the_framing_gets_its_terminate() {
     // The Send left completely before the Terminate came back.
     ok(&pair.a, 2);
     assert_finished(&pair);
+}
+
+/// Work a held responder posts is queued, up to the send queue's depth
+/// (one more is refused), and none of it completes before the
+/// initiator's first FPDU releases it; then all of it goes, in order.
+//= rfc5044#7.1.2
+//= type=test
+//# MPA Responder mode implementations MUST receive and validate at least one FPDU before
+//# sending any FPDUs or Markers.
+#[test]
+fn a_held_responder_queues_up_to_its_send_queue_depth() {
+    let mut pair = ConnPair::mpa_tweaked(
+        22,
+        PLAIN,
+        Placement::Verified,
+        [Reading::Staged; 2],
+        None,
+        1 << 20,
+        |role, c| {
+            if role == Role::Responder {
+                c.queue_pair.send_queue_depth = 4;
+            }
+        },
+    );
+    let target = pair.a.region(400, RW | RR, 0);
+    let data = pair.b.region(400, Access::empty(), 0);
+    data.fill(&pattern(400, 53));
+    for i in 0..4u64 {
+        let at = i as usize * 100;
+        pair.b
+            .conn
+            .rdma_write(i, data.sge(at, 100), target.stag, at as u64)
+            .unwrap();
+    }
+    assert_eq!(
+        pair.b.conn.rdma_write(4, data.sge(0, 400), target.stag, 0),
+        Err(iwarp_proto::rdmap::PostError::QueueFull)
+    );
+    pair.drive();
+    assert!(
+        pair.b.seen.completions.is_empty(),
+        "held until the first FPDU"
+    );
+    assert_eq!(pair.ba.total, 0);
+    // The initiator's first FPDU, a zero-length Read, releases the queue.
+    let probe = pair.a.region(0, RW, 0);
+    pair.a
+        .conn
+        .rdma_read(10, probe.sge(0, 0), data.stag, 0)
+        .unwrap();
+    pair.drive();
+    ok(&pair.a, 10);
+    let ids: Vec<u64> = pair.b.seen.completions.iter().map(|c| c.wr_id).collect();
+    assert_eq!(ids, [0, 1, 2, 3]);
+    for i in 0..4 {
+        ok(&pair.b, i);
+    }
+    assert_eq!(target.bytes(), pattern(400, 53));
+    target.assert_canaries();
 }
 
 // ------------------------------------------------------ peer to peer
@@ -750,19 +809,21 @@ fn an_abortive_close_flushes_both_ends() {
 //# level messages to guard against application failures and certain denial-of-service attacks.
 #[test]
 fn the_idle_timeout_ends_a_silent_connection() {
-    let now = std::time::Instant::now();
     let idle = Duration::from_secs(30);
-    let a = End::new(1, Reading::Staged, now, |qp| {
-        let e = common::conn::established(Role::Initiator, PLAIN, None);
-        let mut c = ConnectionConfig::mpa(&e, Placement::Verified, qp);
-        c.idle_timeout = Some(idle);
-        c
-    });
-    let b = End::new(2, Reading::Staged, now, |qp| {
-        let e = common::conn::established(Role::Responder, PLAIN, None);
-        ConnectionConfig::mpa(&e, Placement::Verified, qp)
-    });
-    let mut pair = ConnPair::of(20, a, b, 1 << 20, now);
+    let mut pair = ConnPair::mpa_tweaked(
+        20,
+        PLAIN,
+        Placement::Verified,
+        [Reading::Staged; 2],
+        None,
+        1 << 20,
+        |role, c| {
+            if role == Role::Initiator {
+                c.idle_timeout = Some(idle);
+            }
+        },
+    );
+    let now = pair.now;
     assert_eq!(pair.a.conn.next_timeout(), Some(now + idle));
     assert_eq!(pair.b.conn.next_timeout(), None);
     let inbox = pair.a.region(10, Access::LOCAL_WRITE, 0);
@@ -950,5 +1011,55 @@ proptest! {
         for r in &keep {
             r.assert_canaries();
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Arbitrary octets from the peer, in arbitrary chunks, staged or read
+    /// straight into a region, then the end of the stream: nothing panics,
+    /// the connection ends, and every receive posted completes once.
+    #[test]
+    fn arbitrary_octets_from_the_peer_end_the_connection_cleanly(
+        seed in any::<u64>(),
+        setup in any::<u8>(),
+        octets in proptest::collection::vec(any::<u8>(), 0..3000),
+        chunks in proptest::collection::vec(1usize..600, 1..20),
+    ) {
+        let framing = FramingParams {
+            crc: setup & 1 != 0,
+            send_markers: setup & 2 != 0,
+            receive_markers: setup & 4 != 0,
+        };
+        let (placement, reading) = if setup & 8 != 0 {
+            (Placement::Direct, Reading::Direct)
+        } else {
+            (Placement::Verified, Reading::Staged)
+        };
+        let mut pair = ConnPair::mpa(seed, framing, placement, [reading; 2]);
+        let inbox = pair.b.region(4096, RW, 0);
+        for i in 0..4 {
+            pair.b.conn.post_recv(i, inbox.sge(1024 * i as usize, 1024)).unwrap();
+        }
+        let mut rest = &octets[..];
+        for n in chunks.iter().cycle().take(200) {
+            if rest.is_empty() {
+                break;
+            }
+            let k = (*n).min(rest.len());
+            pair.ab.bytes.extend(&rest[..k]);
+            rest = &rest[k..];
+            pair.receive(Side::B);
+            pair.transmit(Side::B);
+        }
+        pair.ab.fin = true;
+        pair.drive();
+        prop_assert!(pair.b.conn.is_finished());
+        prop_assert_eq!(pair.b.seen.after_finished, 0);
+        let mut ids: Vec<u64> = pair.b.seen.completions.iter().map(|c| c.wr_id).collect();
+        ids.sort_unstable();
+        prop_assert_eq!(ids, vec![0, 1, 2, 3]);
+        inbox.assert_canaries();
     }
 }

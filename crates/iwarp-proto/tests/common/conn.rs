@@ -282,19 +282,32 @@ impl ConnPair {
         rtr: Option<RtrType>,
         capacity: usize,
     ) -> Self {
+        Self::mpa_tweaked(seed, framing, placement, reading, rtr, capacity, |_, _| {})
+    }
+
+    /// [`ConnPair::mpa_with`] with each end's configuration adjusted by
+    /// `tweak`, called with the end's role.
+    pub fn mpa_tweaked(
+        seed: u64,
+        framing: FramingParams,
+        placement: Placement,
+        reading: [Reading; 2],
+        rtr: Option<RtrType>,
+        capacity: usize,
+        tweak: impl Fn(Role, &mut ConnectionConfig),
+    ) -> Self {
         let now = Instant::now();
-        let a = End::new(1, reading[0], now, |qp| {
-            let e = established(Role::Initiator, framing, rtr);
-            let mut c = ConnectionConfig::mpa(&e, placement, qp);
-            c.emss = 4000;
-            c
-        });
-        let b = End::new(2, reading[1], now, |qp| {
-            let e = established(Role::Responder, framing, rtr);
-            let mut c = ConnectionConfig::mpa(&e, placement, qp);
-            c.emss = 4000;
-            c
-        });
+        let end = |stream, role, reading| {
+            End::new(stream, reading, now, |qp| {
+                let e = established(role, framing, rtr);
+                let mut c = ConnectionConfig::mpa(&e, placement, qp);
+                c.emss = 4000;
+                tweak(role, &mut c);
+                c
+            })
+        };
+        let a = end(1, Role::Initiator, reading[0]);
+        let b = end(2, Role::Responder, reading[1]);
         Self::of(seed, a, b, capacity, now)
     }
 
