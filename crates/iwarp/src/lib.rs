@@ -25,6 +25,8 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub use iwarp_proto as proto;
 
 mod cm;
