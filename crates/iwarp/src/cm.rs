@@ -31,13 +31,14 @@ use iwarp_proto::ift::{self, IftParams, IftTransmitter, Negotiation};
 use iwarp_proto::memory::StreamId;
 use iwarp_proto::mpa::startup::{
     Established, Event, ImmediateStart, Initiator, IrdOrd, MpaStartup, PeerRequest, Responder,
-    Revision, Role,
+    Revision, Role, StartupError,
 };
 use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 use iwarp_proto::rdmap::QueuePairConfig;
 
 use crate::config::{Config, Framing, QpOptions};
 use crate::connection::{Shared, Startup};
+use crate::error::ConfigError;
 use crate::error::Error;
 use crate::info::ConnectionInfo;
 use crate::qp::QueuePair;
@@ -67,9 +68,9 @@ pub async fn connect(
     private_data: &[u8],
 ) -> Result<QueuePair, Error> {
     if config.framing != Framing::Mpa && !private_data.is_empty() {
-        return Err(Error::Config(
-            "only MPA startup frames carry private data".into(),
-        ));
+        return Err(Error::Config(ConfigError::PrivateDataWithoutStartupFrames(
+            config.framing,
+        )));
     }
     let mut last = None;
     for a in lookup_host(addr).await? {
@@ -101,10 +102,10 @@ pub async fn connect_stream(
 ) -> Result<QueuePair, Error> {
     let emss = socket::prepare(&stream, config.nodelay)?;
     let (established, leftover) = match config.framing {
-        Framing::ImmediateStart | Framing::Ift if !private_data.is_empty() => {
-            return Err(Error::Config(
-                "only MPA startup frames carry private data".into(),
-            ));
+        framing @ (Framing::ImmediateStart | Framing::Ift) if !private_data.is_empty() => {
+            return Err(Error::Config(ConfigError::PrivateDataWithoutStartupFrames(
+                framing,
+            )));
         }
         Framing::ImmediateStart => (immediate(Role::Initiator), Vec::new()),
         Framing::Ift => {
@@ -133,8 +134,9 @@ pub async fn connect_stream(
                     })
                 }
                 Event::Refused(e) => return Err(Error::Startup(e)),
+                // An initiator receives no Request: it fails on one.
                 Event::RequestReceived(_) => {
-                    return Err(Error::Io(io::Error::other("unexpected startup event")))
+                    return Err(Error::Startup(StartupError::WrongState(m.state())))
                 }
             }
         }
@@ -396,10 +398,7 @@ impl Listener {
     /// Connections whose startup failed (malformed or silent peers) are
     /// closed and never show up here.
     pub async fn accept(&mut self) -> Result<ConnectRequest, Error> {
-        self.incoming
-            .recv()
-            .await
-            .ok_or_else(|| Error::Io(io::Error::other("listener stopped")))
+        self.incoming.recv().await.ok_or(Error::ListenerClosed)
     }
 }
 
@@ -514,7 +513,9 @@ pub async fn accept_stream(
             let request = match event {
                 Event::RequestReceived(request) => request,
                 Event::Refused(e) => return Err(Error::Startup(e)),
-                _ => return Err(Error::Io(io::Error::other("unexpected startup event"))),
+                // A responder settles nothing before its application's
+                // decision.
+                _ => return Err(Error::Startup(StartupError::WrongState(m.state()))),
             };
             (Machine::Mpa(Box::new(m)), Some(request), leftover)
         }
@@ -597,7 +598,7 @@ impl ConnectRequest {
                 Settled::Mpa(
                     m.established()
                         .cloned()
-                        .ok_or_else(|| Error::Io(io::Error::other("startup not established")))?,
+                        .ok_or_else(|| Error::Startup(StartupError::WrongState(m.state())))?,
                 )
             }
         };

@@ -42,7 +42,7 @@ mod socket;
 pub use cm::{accept_stream, connect, connect_stream, ConnectRequest, Listener};
 pub use config::{Config, Framing, QpOptions};
 pub use cq::{Completion, CompletionOpcode, CompletionQueue, CompletionStatus};
-pub use error::{ConnectionError, Error};
+pub use error::{ConfigError, ConnectionError, Error};
 pub use info::ConnectionInfo;
 pub use memory::{
     Access, MemoryRegion, ProtectionDomain, RegionMut, RegionRef, RegisterOptions, RemoteKey, STag,

@@ -391,7 +391,15 @@ async fn immediate_start_profile() {
         b"nope",
     )
     .await;
-    assert!(matches!(r, Err(iwarp::Error::Config(_))), "{r:?}");
+    assert!(
+        matches!(
+            r,
+            Err(iwarp::Error::Config(
+                iwarp::ConfigError::PrivateDataWithoutStartupFrames(iwarp::Framing::ImmediateStart)
+            ))
+        ),
+        "{r:?}"
+    );
 }
 
 /// A responder that requires CRC refuses an initiator that does not ask

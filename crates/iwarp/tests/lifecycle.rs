@@ -413,3 +413,44 @@ async fn the_idle_timeout_ends_a_silent_connection() {
     within("server closed", server.closed()).await;
     assert!(server.error().is_some());
 }
+
+/// A receive in `QpOptions::post_recv` that cannot be posted (its buffer
+/// belongs to another protection domain) fails the connection set-up with
+/// a typed error naming it; the connection is closed, and the peer sees
+/// it end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initial_receive_that_cannot_be_posted_fails_the_setup() {
+    let (cpd, spd, other) = (
+        ProtectionDomain::new(),
+        ProtectionDomain::new(),
+        ProtectionDomain::new(),
+    );
+    let foreign = region(&other, 16);
+    let mut listener = Listener::bind("127.0.0.1:0", Config::default())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let accept = async move {
+        let req = listener.accept().await?;
+        req.accept(QpOptions::new(spd), b"").await
+    };
+    let copts = QpOptions::new(cpd).post_recv(7, foreign.sge(..).unwrap());
+    let cfg = Config::default();
+    let (c, s) = within("set-up", async {
+        tokio::join!(connect(addr, &cfg, copts, b""), accept)
+    })
+    .await;
+    assert!(
+        matches!(
+            c,
+            Err(Error::InitialReceive {
+                wr_id: 7,
+                error: PostError::LocalProtection(_)
+            })
+        ),
+        "{c:?}"
+    );
+    let server = s.unwrap();
+    within("the server sees it end", server.closed()).await;
+    assert!(server.error().is_some());
+}

@@ -34,6 +34,7 @@ use iwarp_proto::framing::Deframer;
 use iwarp_proto::rdmap::{Completion, CompletionOpcode, QpState, Sge};
 
 use crate::cq::CompletionQueue;
+use crate::error::Error;
 use crate::info::ConnectionInfo;
 
 pub use iwarp_proto::connection::ConnectionError;
@@ -91,15 +92,15 @@ pub(crate) struct Startup<'a> {
 
 impl Shared {
     /// Starts full operation: builds the connection and spawns the tasks.
-    pub(crate) fn start(s: Startup<'_>) -> io::Result<Arc<Self>> {
+    pub(crate) fn start(s: Startup<'_>) -> Result<Arc<Self>, Error> {
         let peer = s.stream.peer_addr()?;
         let local = s.stream.local_addr()?;
         let started = Instant::now();
         let mut conn = Connection::new(s.config, crate::memory::table().clone(), started)
-            .map_err(|e| io::Error::other(format!("RTR not accepted: {e}")))?;
+            .map_err(Error::Rtr)?;
         for (wr_id, sge) in s.initial_recvs {
             conn.post_recv(wr_id, sge)
-                .map_err(|e| io::Error::other(format!("initial receive {wr_id}: {e}")))?;
+                .map_err(|error| Error::InitialReceive { wr_id, error })?;
         }
         let rx = RxPath::new(conn.verifies_first(), s.leftover);
         let shared = Arc::new(Self {
