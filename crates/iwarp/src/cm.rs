@@ -25,22 +25,21 @@ use tokio::net::{lookup_host, TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use iwarp_proto::connection::{ConnectionConfig, FramingSetup};
-use iwarp_proto::framing::{Framer, StartupMachine};
-use iwarp_proto::ift::{self, IftParams, IftTransmitter, Negotiation};
+use iwarp_proto::connection::ConnectionConfig;
+use iwarp_proto::framing::StartupMachine;
+use iwarp_proto::ift::{self, IftParams, Negotiation};
 use iwarp_proto::memory::StreamId;
 use iwarp_proto::mpa::startup::{
     Established, Event, ImmediateStart, Initiator, IrdOrd, MpaStartup, PeerRequest, Responder,
     Revision, Role, StartupError,
 };
-use iwarp_proto::mpa::{FpduTransmitter, FramingParams};
 use iwarp_proto::rdmap::QueuePairConfig;
 
 use crate::config::{Config, Framing, QpOptions};
 use crate::connection::{Shared, Startup};
 use crate::error::ConfigError;
 use crate::error::Error;
-use crate::info::ConnectionInfo;
+use crate::info::{ConnectionInfo, FramingInfo, MpaInfo};
 use crate::qp::QueuePair;
 use crate::socket;
 
@@ -299,53 +298,36 @@ fn start(
     engine.recv_queue_depth = config.recv_queue_depth;
     engine.ird = usize::from(config.startup.ird);
     engine.ord = usize::from(config.startup.ord);
-    let (info, mut conn) = match settled {
+    let (role, framing, mut conn) = match settled {
         Settled::Mpa(established) => {
             let conn = ConnectionConfig::mpa(&established, config.placement, engine);
-            let info = ConnectionInfo {
-                role: established.role,
-                revision: established.revision,
-                framing: established.framing,
-                ird_ord: established.ird_ord,
-                rtr: established.rtr,
-                peer_private_data: established.private_data,
-                emss,
-                mulpdu: 0,
-                ift: None,
+            let framing = match established.revision {
+                Some(revision) => FramingInfo::Mpa(MpaInfo {
+                    revision,
+                    params: established.framing,
+                    ird_ord: established.ird_ord,
+                    rtr: established.rtr,
+                    peer_private_data: established.private_data,
+                }),
+                None => FramingInfo::ImmediateStart,
             };
-            (info, conn)
+            (established.role, framing, conn)
         }
-        Settled::Ift(params, role) => {
-            let checked = |c: ift::RxCrc| c == ift::RxCrc::Checked;
-            let info = ConnectionInfo {
-                role,
-                revision: None,
-                framing: FramingParams {
-                    crc: params.tx.header_crc
-                        && params.tx.payload_crc
-                        && checked(params.rx.header_crc)
-                        && checked(params.rx.payload_crc),
-                    send_markers: params.tx.markers.is_some(),
-                    receive_markers: params.rx.markers.is_some(),
-                },
-                ird_ord: None,
-                rtr: None,
-                peer_private_data: Vec::new(),
-                emss,
-                mulpdu: 0,
-                ift: Some(params),
-            };
-            (info, ConnectionConfig::ift(params, engine))
-        }
+        Settled::Ift(params, role) => (
+            role,
+            FramingInfo::Ift(params),
+            ConnectionConfig::ift(params, engine),
+        ),
     };
     conn.emss = emss;
     conn.idle_timeout = config.idle_timeout;
     conn.disconnect_timeout = config.disconnect_timeout;
-    let mut info = info;
-    info.mulpdu = match conn.framing {
-        FramingSetup::Mpa { params, .. } => FpduTransmitter::new(params).mulpdu(emss),
-        FramingSetup::Ift(params) => IftTransmitter::new(params.tx).mulpdu(emss),
-        _ => 0,
+    let info = ConnectionInfo {
+        role,
+        framing,
+        emss,
+        // Set from the connection, which derives it from the EMSS.
+        mulpdu: 0,
     };
     let shared = Shared::start(Startup {
         stream,

@@ -43,7 +43,7 @@ pub use cm::{accept_stream, connect, connect_stream, ConnectRequest, Listener};
 pub use config::{Config, Framing, QpOptions};
 pub use cq::{Completion, CompletionOpcode, CompletionQueue, CompletionStatus};
 pub use error::{ConfigError, ConnectionError, Error};
-pub use info::ConnectionInfo;
+pub use info::{ConnectionInfo, FramingInfo, MpaInfo};
 pub use memory::{
     Access, MemoryRegion, ProtectionDomain, RegionMut, RegionRef, RegisterOptions, RemoteKey, STag,
 };

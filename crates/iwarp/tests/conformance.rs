@@ -92,7 +92,10 @@ async fn relaxed_ird_serves_every_read_the_responder_may_issue() {
     let qp = within("connect", connect(addr, &cfg, QpOptions::new(pd), b""))
         .await
         .expect("connect");
-    assert_eq!(qp.info().ird_ord.map(|v| v.ird), Some(READS as u16));
+    assert_eq!(
+        qp.info().mpa().and_then(|m| m.ird_ord).map(|v| v.ird),
+        Some(READS as u16)
+    );
     let (responses, _raw) = within("peer", peer).await.unwrap();
     let data = source.to_vec();
     for (i, r) in responses.iter().enumerate() {
@@ -196,8 +199,14 @@ async fn reads_fail_at_the_post_when_the_ord_is_zero() {
     })
     .await;
     let client = client.unwrap();
-    assert_eq!(client.info().ird_ord, Some(IrdOrd::new(0, 0)));
-    assert_eq!(server.info().ird_ord, Some(IrdOrd::new(0, 0)));
+    assert_eq!(
+        client.info().mpa().and_then(|m| m.ird_ord),
+        Some(IrdOrd::new(0, 0))
+    );
+    assert_eq!(
+        server.info().mpa().and_then(|m| m.ird_ord),
+        Some(IrdOrd::new(0, 0))
+    );
     for (qp, own, peer) in [(&client, &c, &s), (&server, &s, &c)] {
         let r = qp.rdma_read(9, own.sink.sge(..).unwrap(), peer.out.remote_key());
         assert!(matches!(r, Err(Error::Post(PostError::ZeroOrd))), "{r:?}");

@@ -51,7 +51,7 @@ async fn the_request_shows_the_peer_before_the_decision() {
     assert_eq!(server.info().role, Role::Responder);
     assert_eq!(client.local_addr(), server.peer_addr());
     assert_eq!(client.peer_addr(), server.local_addr());
-    assert_eq!(client.info().peer_private_data, b"friend");
+    assert_eq!(client.info().peer_private_data(), b"friend");
     for qp in [&client, &server] {
         let info = qp.info();
         assert!(info.emss >= 536, "{info:?}");
@@ -210,7 +210,7 @@ async fn delayed_startup_after_streaming_mode() {
     .await
     .unwrap();
     let server = within("accept", server).await.unwrap();
-    assert_eq!(client.info().peer_private_data, b"server");
+    assert_eq!(client.info().peer_private_data(), b"server");
     exercise(&client, &c, &server, &s).await;
 }
 

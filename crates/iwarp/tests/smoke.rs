@@ -47,8 +47,8 @@ async fn every_operation_once() {
     let qp = connect(addr, &Config::default(), QpOptions::new(pd), b"hello")
         .await
         .unwrap();
-    assert_eq!(qp.info().peer_private_data, b"welcome");
-    assert!(qp.info().framing.crc);
+    assert_eq!(qp.info().peer_private_data(), b"welcome");
+    assert!(qp.info().framing_params().crc);
     let buf = pd
         .register(vec![0u8; 4096], Access::LOCAL_WRITE | Access::REMOTE_WRITE)
         .unwrap();

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use iwarp::{
-    Access, CompletionStatus, MemoryRegion, ProtectionDomain, QpOptions, QueuePair,
+    Access, CompletionStatus, FramingInfo, MemoryRegion, ProtectionDomain, QpOptions, QueuePair,
     RegisterOptions, RemoteKey, Sge,
 };
 
@@ -213,19 +213,23 @@ impl Endpoint {
     /// One line on the connection's negotiated parameters, for `-d`.
     pub fn describe(&self) -> String {
         let info = self.qp.info();
-        let revision = info
-            .revision
-            .map_or("none (immediate start)".to_string(), |r| {
-                (r as u8).to_string()
+        let mpa = info.mpa();
+        let revision = match &info.framing {
+            FramingInfo::Mpa(m) => (m.revision as u8).to_string(),
+            FramingInfo::ImmediateStart => "none (immediate start)".to_string(),
+            _ => "none (IFT)".to_string(),
+        };
+        let ird_ord = mpa
+            .and_then(|m| m.ird_ord)
+            .map_or("not negotiated".to_string(), |io| {
+                format!("{}/{}", io.ird, io.ord)
             });
-        let ird_ord = info.ird_ord.map_or("not negotiated".to_string(), |io| {
-            format!("{}/{}", io.ird, io.ord)
-        });
+        let framing = info.framing_params();
         format!(
             "MPA revision {revision}, CRC {}, markers {}/{} (tx/rx), IRD/ORD {ird_ord}, MULPDU {}",
-            on_off(info.framing.crc),
-            on_off(info.framing.send_markers),
-            on_off(info.framing.receive_markers),
+            on_off(framing.crc),
+            on_off(framing.send_markers),
+            on_off(framing.receive_markers),
             info.mulpdu,
         )
     }

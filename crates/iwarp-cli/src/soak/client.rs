@@ -74,7 +74,7 @@ pub async fn connection(run: &Run, n: u32, counters: &Counters) -> Result<(), So
         depth: depth as u16,
     };
     let qp = connect(run.addr, &super::server::config(), opts, &hello.to_bytes()).await?;
-    let welcome = Welcome::parse(&qp.info().peer_private_data).ok_or_else(|| {
+    let welcome = Welcome::parse(qp.info().peer_private_data()).ok_or_else(|| {
         SoakError::Protocol("the server's private data is not a soak server's".into())
     })?;
     let mut source = vec![0u8; max];

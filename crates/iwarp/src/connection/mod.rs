@@ -103,6 +103,8 @@ impl Shared {
                 .map_err(|error| Error::InitialReceive { wr_id, error })?;
         }
         let rx = RxPath::new(conn.verifies_first(), s.leftover);
+        let mut info = s.info;
+        info.mulpdu = conn.qp().mulpdu();
         let shared = Arc::new(Self {
             inner: Mutex::new(Inner {
                 conn,
@@ -116,7 +118,7 @@ impl Shared {
             done: Notify::new(),
             send_cq: s.send_cq,
             recv_cq: s.recv_cq,
-            info: s.info,
+            info,
             peer,
             local,
         });

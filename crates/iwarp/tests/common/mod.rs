@@ -109,8 +109,8 @@ pub async fn pair_with(
     })
     .await;
     let (c, s) = (c.expect("connect"), s.expect("accept"));
-    assert_eq!(c.info().peer_private_data, b"server");
-    assert_eq!(s.info().peer_private_data, b"client");
+    assert_eq!(c.info().peer_private_data(), b"server");
+    assert_eq!(s.info().peer_private_data(), b"client");
     (c, s)
 }
 
