@@ -331,6 +331,7 @@ fn start(
     };
     let shared = Shared::start(Startup {
         stream,
+        table: qp.pd.device().table().clone(),
         config: conn,
         info,
         leftover,

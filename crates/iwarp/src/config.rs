@@ -158,7 +158,8 @@ impl Config {
 /// queue pair.
 #[derive(Debug, Clone)]
 pub struct QpOptions {
-    /// The domain whose regions the queue pair may use.
+    /// The domain whose regions the queue pair may use; its device's
+    /// table resolves every STag the queue pair meets.
     pub pd: ProtectionDomain,
     /// Where Sends, Writes and Reads complete.
     pub send_cq: CompletionQueue,
@@ -176,11 +177,12 @@ pub struct QpOptions {
 }
 
 impl QpOptions {
-    /// A queue pair in `pd` with one new completion queue for both sides.
-    pub fn new(pd: ProtectionDomain) -> Self {
+    /// A queue pair in `pd` (and `pd`'s device) with one new completion
+    /// queue for both sides.
+    pub fn new(pd: &ProtectionDomain) -> Self {
         let cq = CompletionQueue::new(1024);
         Self {
-            pd,
+            pd: pd.clone(),
             send_cq: cq.clone(),
             recv_cq: cq,
             initial_recvs: Vec::new(),

@@ -16,8 +16,7 @@ use std::sync::Arc;
 
 use common::*;
 use iwarp::{
-    connect, CompletionOpcode, CompletionQueue, CompletionStatus, Config, Listener,
-    ProtectionDomain, QpOptions,
+    connect, CompletionOpcode, CompletionQueue, CompletionStatus, Config, Listener, QpOptions,
 };
 use tokio::sync::oneshot;
 
@@ -84,9 +83,9 @@ async fn sixty_four_connections_moving_data_at_once() {
 async fn a_thousand_requests_in_flight() {
     const N: usize = 1000;
     const LEN: usize = 1000;
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let inbox = region(&spd, N * LEN);
-    let mut sopts = QpOptions::new(spd);
+    let mut sopts = QpOptions::new(&spd);
     // Separate queues: the server's receives and its Writes complete at
     // the same time.
     sopts.send_cq = CompletionQueue::new(N);
@@ -96,7 +95,7 @@ async fn a_thousand_requests_in_flight() {
     }
     let (client, server) = pair_with(
         &Config::default(),
-        QpOptions::new(cpd),
+        QpOptions::new(&cpd),
         Config::default(),
         sopts,
     )
@@ -157,8 +156,8 @@ async fn many_tasks_share_both_ends() {
     const TASKS: usize = 4;
     const ROUNDS: usize = 10;
     const LEN: usize = 200_000;
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
-    let (client, server) = pair(cpd, spd).await;
+    let (cpd, spd) = (new_pd(), new_pd());
+    let (client, server) = pair(&cpd, &spd).await;
     // Release the responder (RFC 5044 §7.1.2 rule 4) before it posts.
     let nothing = region(&cpd, 1);
     let target = region(&spd, 1);
@@ -169,12 +168,13 @@ async fn many_tasks_share_both_ends() {
     .await
     .unwrap();
     let mut jobs = Vec::new();
-    for (side, (me, peer_pd, my_pd)) in [(&client, spd, cpd), (&server, cpd, spd)]
+    for (side, (me, peer_pd, my_pd)) in [(&client, &spd, &cpd), (&server, &cpd, &spd)]
         .into_iter()
         .enumerate()
     {
         for t in 0..TASKS {
             let qp = me.clone();
+            let (peer_pd, my_pd) = (peer_pd.clone(), my_pd.clone());
             jobs.push(tokio::spawn(async move {
                 let seed = (side * TASKS + t) as u64 * 1000;
                 let remote = Arc::new(region(&peer_pd, LEN));
@@ -210,21 +210,21 @@ async fn one_queue_for_sixteen_busy_connections() {
     const MSGS: usize = 20;
     const LEN: usize = 3000;
     let cq = CompletionQueue::new(CONNS * MSGS);
-    let spd = ProtectionDomain::new();
+    let spd = new_pd();
     let inbox = Arc::new(region(&spd, CONNS * MSGS * LEN));
     let mut senders = Vec::new();
     let mut servers = Vec::new();
     for c in 0..CONNS {
-        let mut sopts = QpOptions::new(spd);
+        let mut sopts = QpOptions::new(&spd);
         sopts.recv_cq = cq.clone();
         for m in 0..MSGS {
             let at = (c * MSGS + m) * LEN;
             sopts = sopts.post_recv((c * MSGS + m) as u64, inbox.sge(at..at + LEN).unwrap());
         }
-        let cpd = ProtectionDomain::new();
+        let cpd = new_pd();
         let (client, server) = pair_with(
             &Config::default(),
-            QpOptions::new(cpd),
+            QpOptions::new(&cpd),
             Config::default(),
             sopts,
         )

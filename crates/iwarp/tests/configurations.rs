@@ -399,7 +399,7 @@ async fn immediate_start_profile() {
     let r = connect(
         tcp.local_addr().unwrap(),
         &Config::immediate_start(),
-        QpOptions::new(c.pd),
+        QpOptions::new(&c.pd),
         b"nope",
     )
     .await;
@@ -422,13 +422,13 @@ async fn crc_required_refuses_a_peer_without_crc() {
         .await
         .unwrap();
     let addr = listener.local_addr();
-    let pd = iwarp::ProtectionDomain::new();
+    let pd = new_pd();
     let r = within(
         "connect",
         connect(
             addr,
             &Config::default().crc(CrcPolicy::Off),
-            QpOptions::new(pd),
+            QpOptions::new(&pd),
             b"",
         ),
     )

@@ -15,7 +15,7 @@ use iwarp::proto::mpa::startup::{
 use iwarp::proto::rdmap::{PostError, TerminateMessage};
 use iwarp::{
     connect, CompletionStatus, Config, ConnectionError, CrcPolicy, Error, IrdOrd, Listener,
-    Placement, ProtectionDomain, QpOptions, QpState, Revision,
+    Placement, QpOptions, QpState, Revision,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -67,7 +67,7 @@ fn read_request(msn: u32, size: u32, source: u32, source_to: u64) -> Vec<u8> {
 async fn relaxed_ird_serves_every_read_the_responder_may_issue() {
     watch_panics();
     const READS: u32 = 8;
-    let pd = ProtectionDomain::new();
+    let pd = new_pd();
     let source = region_with(&pd, pattern(4096, 11));
     let key = source.remote_key();
     let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -89,7 +89,7 @@ async fn relaxed_ird_serves_every_read_the_responder_may_issue() {
     });
     // Our IRD 2 is below the responder's ORD 8.
     let cfg = Config::default().ird_ord(2, 16);
-    let qp = within("connect", connect(addr, &cfg, QpOptions::new(pd), b""))
+    let qp = within("connect", connect(addr, &cfg, QpOptions::new(&pd), b""))
         .await
         .expect("connect");
     assert_eq!(
@@ -147,7 +147,7 @@ async fn initiator_terminates_after_a_valid_reply_it_cannot_use() {
         });
         let r = within(
             "connect",
-            connect(addr, &cfg, QpOptions::new(ProtectionDomain::new()), b""),
+            connect(addr, &cfg, QpOptions::new(&new_pd()), b""),
         )
         .await;
         match r {
@@ -255,9 +255,9 @@ async fn a_terminate_out_of_layout_is_not_answered() {
         ("long", "4147 00000000 00000002 00000001 00000000", &long),
     ];
     for (what, header, payload) in cases {
-        let pd = ProtectionDomain::new();
+        let pd = new_pd();
         let inbox = region(&pd, 64);
-        let opts = QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap());
+        let opts = QpOptions::new(&pd).post_recv(1, inbox.sge(..).unwrap());
         let (mut raw, qp) = raw_initiator(Config::default(), true, opts).await;
         let mut t = hex(header);
         t.extend(payload.iter());
@@ -321,12 +321,7 @@ async fn a_rejected_initiator_gets_its_stream_back() {
     });
     let r = within(
         "connect",
-        connect(
-            addr,
-            &Config::default(),
-            QpOptions::new(ProtectionDomain::new()),
-            b"",
-        ),
+        connect(addr, &Config::default(), QpOptions::new(&new_pd()), b""),
     )
     .await;
     let Err(Error::Rejected {
@@ -370,10 +365,10 @@ async fn a_damaged_fpdu_is_placed_only_without_verification() {
     watch_panics();
     assert_eq!(Config::default().placement, Placement::Verified);
     for placement in [Placement::Verified, Placement::Direct] {
-        let pd = ProtectionDomain::new();
+        let pd = new_pd();
         let inbox = region(&pd, 64);
         let target = region(&pd, 4096);
-        let opts = QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap());
+        let opts = QpOptions::new(&pd).post_recv(1, inbox.sge(..).unwrap());
         let cfg = match placement {
             Placement::Verified => Config::default(),
             Placement::Direct => Config::default().placement(placement),

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use iwarp::{connect, Access, Config, Framing, Listener, ProtectionDomain, QpOptions, RemoteKey};
+use iwarp::{connect, Access, Config, Device, Framing, Listener, QpOptions, RemoteKey};
 
 const LEN: usize = 300_000;
 
@@ -23,7 +23,7 @@ async fn exchange(config: Config) -> (iwarp::ConnectionInfo, iwarp::ConnectionIn
     let server = tokio::spawn(async move {
         let req = listener.accept().await.unwrap();
         assert!(req.request().is_none() || server_config.framing == Framing::Mpa);
-        let pd = ProtectionDomain::new();
+        let pd = Device::new().alloc_pd();
         let area = pd
             .register(
                 vec![0u8; 2 * LEN],
@@ -34,7 +34,7 @@ async fn exchange(config: Config) -> (iwarp::ConnectionInfo, iwarp::ConnectionIn
         let note = pd.register(vec![0u8; 16], Access::LOCAL_WRITE).unwrap();
         // The client speaks first (MPA rule 4): its Send says "go".
         let qp = req
-            .accept(QpOptions::new(pd).post_recv(1, note.sge(..).unwrap()), b"")
+            .accept(QpOptions::new(&pd).post_recv(1, note.sge(..).unwrap()), b"")
             .await
             .unwrap();
         assert_eq!(qp.recv_cq().next().await.wr_id, 1);
@@ -50,12 +50,12 @@ async fn exchange(config: Config) -> (iwarp::ConnectionInfo, iwarp::ConnectionIn
         qp.closed().await;
         info
     });
-    let pd = ProtectionDomain::new();
+    let pd = Device::new().alloc_pd();
     let keybuf = pd.register(vec![0u8; 16], Access::LOCAL_WRITE).unwrap();
     let qp = connect(
         addr,
         &config,
-        QpOptions::new(pd).post_recv(9, keybuf.sge(..).unwrap()),
+        QpOptions::new(&pd).post_recv(9, keybuf.sge(..).unwrap()),
         b"",
     )
     .await
@@ -162,12 +162,12 @@ async fn mpa_markers_both_ways() {
 async fn mpa_and_ift_do_not_mix() {
     let mut listener = Listener::bind("127.0.0.1:0", Config::ift()).await.unwrap();
     let addr = listener.local_addr();
-    let pd = ProtectionDomain::new();
+    let pd = Device::new().alloc_pd();
     let mut config = Config::default();
     config.startup.reply_timeout = Duration::from_secs(2);
     let r = tokio::time::timeout(
         Duration::from_secs(10),
-        connect(addr, &config, QpOptions::new(pd), b""),
+        connect(addr, &config, QpOptions::new(&pd), b""),
     )
     .await
     .unwrap();

@@ -12,7 +12,7 @@
 mod common;
 
 use common::*;
-use iwarp::{Config, MemoryRegion, Placement, ProtectionDomain, QpOptions, QueuePair};
+use iwarp::{Config, MemoryRegion, Placement, QpOptions, QueuePair};
 
 /// The regions of one sweep, sized for its largest message.
 struct Regions {
@@ -81,12 +81,12 @@ async fn one_size(client: &QueuePair, server: &QueuePair, r: &Regions, len: usiz
 /// Runs every size of `sizes` (and the MULPDU boundaries of the
 /// connection, when `boundaries` is set) over one connection.
 async fn sweep(client_cfg: Config, server_cfg: Config, sizes: &[usize], boundaries: bool) {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let (client, server) = pair_with(
         &client_cfg,
-        QpOptions::new(cpd),
+        QpOptions::new(&cpd),
         server_cfg.clone(),
-        QpOptions::new(spd),
+        QpOptions::new(&spd),
     )
     .await;
     let mut sizes = sizes.to_vec();

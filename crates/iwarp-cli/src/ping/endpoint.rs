@@ -61,7 +61,7 @@ impl Buffers {
     /// Registers the two 16-octet buffers in a new protection domain: the receive buffer
     /// with local write only, the send buffer with no rights, as rping does.
     pub fn new() -> Result<Self> {
-        let pd = ProtectionDomain::new();
+        let pd = crate::device().alloc_pd();
         let recv = register(&pd, INFO_LEN, Access::LOCAL_WRITE)?;
         let send = register(&pd, INFO_LEN, Access::empty())?;
         Ok(Self { pd, recv, send })
@@ -69,7 +69,7 @@ impl Buffers {
 
     /// Queue pair options with the receive posted.
     pub fn qp_options(&self) -> Result<QpOptions> {
-        Ok(QpOptions::new(self.pd).post_recv(RECV_WR, self.recv_sge()?))
+        Ok(QpOptions::new(&self.pd).post_recv(RECV_WR, self.recv_sge()?))
     }
 
     fn recv_sge(&self) -> Result<Sge> {

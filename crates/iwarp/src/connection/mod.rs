@@ -31,6 +31,7 @@ use tokio::sync::{oneshot, Notify};
 
 use iwarp_proto::connection::{Connection, ConnectionConfig, Event, LossReason};
 use iwarp_proto::framing::Deframer;
+use iwarp_proto::memory::MemoryTable;
 use iwarp_proto::rdmap::{Completion, CompletionOpcode, QpState, Sge};
 
 use crate::cq::CompletionQueue;
@@ -80,6 +81,8 @@ pub(crate) struct Inner {
 #[derive(Debug)]
 pub(crate) struct Startup<'a> {
     pub(crate) stream: TcpStream,
+    /// The STag table of the queue pair's device.
+    pub(crate) table: Arc<MemoryTable>,
     pub(crate) config: ConnectionConfig,
     pub(crate) info: ConnectionInfo,
     /// Octets read past the startup frames: the first PDUs.
@@ -96,8 +99,7 @@ impl Shared {
         let peer = s.stream.peer_addr()?;
         let local = s.stream.local_addr()?;
         let started = Instant::now();
-        let mut conn = Connection::new(s.config, crate::memory::table().clone(), started)
-            .map_err(Error::Rtr)?;
+        let mut conn = Connection::new(s.config, s.table, started).map_err(Error::Rtr)?;
         for (wr_id, sge) in s.initial_recvs {
             conn.post_recv(wr_id, sge)
                 .map_err(|error| Error::InitialReceive { wr_id, error })?;
