@@ -434,6 +434,7 @@ impl PduInfo {
 
 /// What is wrong with a PDU on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PduError {
     /// The CRC field does not match (RFC 5044 §8 code 2).
     #[error("CRC error: computed {computed:#010x}, received {received:#010x}")]
@@ -509,6 +510,7 @@ impl PduError {
 
 /// What a PDU counts as in the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MessageKind {
     /// An MPA Request frame.
     MpaRequest,

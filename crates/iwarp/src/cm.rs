@@ -134,9 +134,7 @@ pub async fn connect_stream(
                 }
                 Event::Refused(e) => return Err(Error::Startup(e)),
                 // An initiator receives no Request: it fails on one.
-                Event::RequestReceived(_) => {
-                    return Err(Error::Startup(StartupError::WrongState(m.state())))
-                }
+                _ => return Err(Error::Startup(StartupError::WrongState(m.state()))),
             }
         }
     };

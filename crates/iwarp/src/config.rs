@@ -13,6 +13,7 @@ use crate::memory::ProtectionDomain;
 
 /// How the two ends agree on framing before data flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Framing {
     /// MPA with startup frames (Request/Reply): revisions 0, 1 and 2 as
     /// [`Config::startup`] allows. The default.

@@ -15,6 +15,7 @@ use crate::config::Framing;
 
 /// What can go wrong, from setting a connection up to a work request.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A socket operation failed.
     #[error("I/O: {0}")]

@@ -51,6 +51,7 @@ impl CrcPolicy {
 
 /// How an initiator treats a responder's ORD above its own IRD (RFC 6581).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum IrdOrdNegotiation {
     /// Raise this end's IRD to the responder's ORD and carry on, so that
     /// every Read the responder may have outstanding is served. Linux

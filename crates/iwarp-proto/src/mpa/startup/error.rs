@@ -25,6 +25,7 @@ pub enum Awaiting {
 
 /// Why an MPA startup failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartupError {
     /// RFC 5044 §7.1.2 rule 5: the received key is neither startup key.
     #[error("bad MPA key (expected {expected:?} key): {seen:02x?}")]

@@ -119,6 +119,7 @@ pub enum Role {
 
 /// Where a startup machine is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum State {
     /// Responder: waiting for the MPA Request.
     AwaitingRequest,
