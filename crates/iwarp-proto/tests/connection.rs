@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::conn::{ConnPair, End, Reading, Side};
+use common::conn::{ConnPair, End, Reading, Setup, Side};
 use common::{pattern, Region};
 use iwarp_proto::connection::{ConnectionError, Event, LossReason};
 use iwarp_proto::framing::{FramingError, LlpError, LlpErrorCode};
@@ -79,10 +79,7 @@ struct Exchange {
 /// Sends back. Posts only; drive the pair afterwards.
 fn post_exchange(pair: &mut ConnPair, len: usize, base: u64) -> Exchange {
     let x = post_one_way(pair, len, base);
-    pair.b
-        .conn
-        .post_send(base + 5, x.b_source.sge(0, len), SendFlags::default())
-        .unwrap();
+    pair.b.send(base + 5, x.b_source.sge(0, len));
     x
 }
 
@@ -98,16 +95,10 @@ fn post_one_way(pair: &mut ConnPair, len: usize, base: u64) -> Exchange {
     x.a_out.fill(&pattern(len, 1));
     x.b_source.fill(&pattern(len, 2));
     let a_inbox = pair.a.region(len, Access::LOCAL_WRITE, 0);
-    pair.b.conn.post_recv(base, x.b_inbox.sge(0, len)).unwrap();
-    pair.a
-        .conn
-        .post_recv(base + 1, a_inbox.sge(0, len))
-        .unwrap();
+    pair.b.recv(base, x.b_inbox.sge(0, len));
+    pair.a.recv(base + 1, a_inbox.sge(0, len));
     let sge = x.a_out.sge(0, len);
-    pair.a
-        .conn
-        .post_send(base + 2, sge, SendFlags::default())
-        .unwrap();
+    pair.a.send(base + 2, sge);
     pair.a
         .conn
         .rdma_write(base + 3, sge, x.b_target.stag, 0)
@@ -151,14 +142,13 @@ fn every_operation_through_every_receive_path() {
             for reading in [Reading::Staged, Reading::Direct] {
                 for capacity in [300, 1 << 20] {
                     seed += 1;
-                    let mut pair = ConnPair::mpa_with(
-                        seed,
-                        framing,
+                    let setup = Setup {
                         placement,
-                        [reading, reading],
-                        None,
+                        reading: [reading; 2],
                         capacity,
-                    );
+                        ..Setup::new(framing)
+                    };
+                    let mut pair = ConnPair::with(seed, setup);
                     let mut xs = Vec::new();
                     for (i, len) in [0, 1, 1000, 70_000].into_iter().enumerate() {
                         let base = 10 * i as u64;
@@ -220,11 +210,8 @@ fn the_responder_sends_nothing_before_it_has_received_a_pdu() {
     let mut pair = ConnPair::mpa(7, MARKERS, Placement::Verified, [Reading::Staged; 2]);
     let a_inbox = pair.a.region(10, Access::LOCAL_WRITE, 0);
     let b_out = pair.b.region(10, Access::empty(), 5);
-    pair.a.conn.post_recv(1, a_inbox.sge(0, 10)).unwrap();
-    pair.b
-        .conn
-        .post_send(2, b_out.sge(0, 10), SendFlags::default())
-        .unwrap();
+    pair.a.recv(1, a_inbox.sge(0, 10));
+    pair.b.send(2, b_out.sge(0, 10));
     pair.drive();
     assert_eq!(pair.ba.total, 0, "not even a marker");
     assert!(pair.b.conn.is_held());
@@ -251,13 +238,10 @@ fn a_first_pdu_failing_the_framing_checks_is_not_answered() {
     for placement in [Placement::Direct, Placement::Verified] {
         let mut pair = ConnPair::mpa(8, PLAIN, placement, [Reading::Staged; 2]);
         let inbox = pair.b.region(100, Access::LOCAL_WRITE, 0);
-        pair.b.conn.post_recv(1, inbox.sge(0, 50)).unwrap();
-        pair.b.conn.post_recv(2, inbox.sge(50, 50)).unwrap();
+        pair.b.recv(1, inbox.sge(0, 50));
+        pair.b.recv(2, inbox.sge(50, 50));
         let out = pair.a.region(20, Access::empty(), 9);
-        pair.a
-            .conn
-            .post_send(3, out.sge(0, 20), SendFlags::default())
-            .unwrap();
+        pair.a.send(3, out.sge(0, 20));
         pair.transmit(Side::A);
         *pair.ab.bytes.back_mut().unwrap() ^= 1;
         pair.drive();
@@ -283,11 +267,8 @@ fn a_first_pdu_refused_above_the_framing_gets_its_terminate() {
     let mut pair = ConnPair::mpa(9, PLAIN, Placement::Verified, [Reading::Staged; 2]);
     let out = pair.a.region(20, Access::empty(), 9);
     let a_inbox = pair.a.region(20, Access::LOCAL_WRITE, 0);
-    pair.a.conn.post_recv(1, a_inbox.sge(0, 20)).unwrap();
-    pair.a
-        .conn
-        .post_send(2, out.sge(0, 20), SendFlags::default())
-        .unwrap();
+    pair.a.recv(1, a_inbox.sge(0, 20));
+    pair.a.send(2, out.sge(0, 20));
     pair.drive();
     assert!(pair.ba.total > 0, "a Terminate");
     let Some(ConnectionError::TerminateReceived(t)) = pair.a.conn.error() else {
@@ -313,19 +294,15 @@ fn a_first_pdu_refused_above_the_framing_gets_its_terminate() {
 //# sending any FPDUs or Markers.
 #[test]
 fn a_held_responder_queues_up_to_its_send_queue_depth() {
-    let mut pair = ConnPair::mpa_tweaked(
-        22,
-        PLAIN,
-        Placement::Verified,
-        [Reading::Staged; 2],
-        None,
-        1 << 20,
-        |role, c| {
+    let setup = Setup {
+        tweak: |role, c| {
             if role == Role::Responder {
                 c.queue_pair.send_queue_depth = 4;
             }
         },
-    );
+        ..Setup::new(PLAIN)
+    };
+    let mut pair = ConnPair::with(22, setup);
     let target = pair.a.region(400, RW | RR, 0);
     let data = pair.b.region(400, Access::empty(), 0);
     data.fill(&pattern(400, 53));
@@ -375,18 +352,15 @@ fn a_held_responder_queues_up_to_its_send_queue_depth() {
 #[test]
 fn the_rtr_goes_first_releases_the_responder_and_is_not_reported() {
     for rtr in [RtrType::Write, RtrType::Read, RtrType::Send] {
-        let mut pair = ConnPair::mpa_with(
-            10,
-            PLAIN,
-            Placement::Verified,
-            [Reading::Staged; 2],
-            Some(rtr),
-            1 << 20,
-        );
+        let setup = Setup {
+            rtr: Some(rtr),
+            ..Setup::new(PLAIN)
+        };
+        let mut pair = ConnPair::with(10, setup);
         let b_rtr_inbox = pair.b.region(0, Access::LOCAL_WRITE, 0);
         if rtr == RtrType::Send {
             // A zero-length Send consumes a receive like any Send.
-            pair.b.conn.post_recv(99, b_rtr_inbox.sge(0, 0)).unwrap();
+            pair.b.recv(99, b_rtr_inbox.sge(0, 0));
         }
         // The responder reads first, before the initiator's application
         // has posted anything.
@@ -432,17 +406,14 @@ fn the_rtr_goes_first_releases_the_responder_and_is_not_reported() {
 //# receiver or return with an error stating that the transfer failed to complete.
 #[test]
 fn completions_wait_for_their_octets_to_be_written() {
-    let mut pair = ConnPair::mpa_with(
-        11,
-        PLAIN,
-        Placement::Verified,
-        [Reading::Staged; 2],
-        None,
-        100,
-    );
+    let setup = Setup {
+        capacity: 100,
+        ..Setup::new(PLAIN)
+    };
+    let mut pair = ConnPair::with(11, setup);
     let out = pair.a.region(5000, Access::empty(), 1);
     let inbox = pair.b.region(5000, Access::LOCAL_WRITE, 0);
-    pair.b.conn.post_recv(1, inbox.sge(0, 5000)).unwrap();
+    pair.b.recv(1, inbox.sge(0, 5000));
     for i in 0..5 {
         pair.a
             .conn
@@ -476,19 +447,9 @@ fn completions_wait_for_their_octets_to_be_written() {
 /// waits for the batch any more.
 #[test]
 fn a_partly_written_batch_that_can_never_finish_fails_its_sends() {
-    let mut pair = ConnPair::mpa_with(
-        12,
-        PLAIN,
-        Placement::Verified,
-        [Reading::Staged; 2],
-        None,
-        1 << 20,
-    );
+    let mut pair = ConnPair::with(12, Setup::new(PLAIN));
     let out = pair.a.region(1000, Access::empty(), 1);
-    pair.a
-        .conn
-        .post_send(1, out.sge(0, 1000), SendFlags::default())
-        .unwrap();
+    pair.a.send(1, out.sge(0, 1000));
     let mut taken = 0;
     let r = pair.a.conn.poll_transmit(|iov| {
         taken = iov.iter().map(|s| s.len()).sum::<usize>();
@@ -517,10 +478,7 @@ fn a_partly_written_batch_that_can_never_finish_fails_its_sends() {
 fn a_source_invalidated_in_the_middle_of_a_batch_loses_the_connection() {
     let mut pair = ConnPair::mpa(13, PLAIN, Placement::Verified, [Reading::Staged; 2]);
     let out = pair.a.region(1000, Access::empty(), 1);
-    pair.a
-        .conn
-        .post_send(1, out.sge(0, 1000), SendFlags::default())
-        .unwrap();
+    pair.a.send(1, out.sge(0, 1000));
     assert_eq!(pair.a.conn.poll_transmit(|_| 10), Some(10));
     pair.a.conn.handle_written(10);
     pair.a.table.invalidate(out.stag).unwrap();
@@ -552,22 +510,16 @@ fn a_crc_error_is_answered_with_a_terminate_then_a_close() {
     ] {
         let mut pair = ConnPair::mpa(14, PLAIN, placement, [reading; 2]);
         let inbox = pair.b.region(20_000, Access::LOCAL_WRITE, 0);
-        pair.b.conn.post_recv(1, inbox.sge(0, 10)).unwrap();
-        pair.b.conn.post_recv(2, inbox.sge(10, 10_000)).unwrap();
-        pair.b.conn.post_recv(3, inbox.sge(10_010, 100)).unwrap();
+        pair.b.recv(1, inbox.sge(0, 10));
+        pair.b.recv(2, inbox.sge(10, 10_000));
+        pair.b.recv(3, inbox.sge(10_010, 100));
         let out = pair.a.region(10_000, Access::empty(), 4);
         let a_inbox = pair.a.region(10, Access::LOCAL_WRITE, 0);
-        pair.a.conn.post_recv(9, a_inbox.sge(0, 10)).unwrap();
-        pair.a
-            .conn
-            .post_send(10, out.sge(0, 10), SendFlags::default())
-            .unwrap();
+        pair.a.recv(9, a_inbox.sge(0, 10));
+        pair.a.send(10, out.sge(0, 10));
         pair.drive();
         assert_eq!(ok(&pair.b, 1).byte_len, 10);
-        pair.a
-            .conn
-            .post_send(11, out.sge(0, 3000), SendFlags::default())
-            .unwrap();
+        pair.a.send(11, out.sge(0, 3000));
         pair.transmit(Side::A);
         // Damage an octet of the payload.
         let n = pair.ab.bytes.len();
@@ -609,7 +561,7 @@ fn a_crc_error_is_answered_with_a_terminate_then_a_close() {
 fn a_received_terminate_closes_without_an_answer() {
     let mut pair = ConnPair::mpa(15, PLAIN, Placement::Verified, [Reading::Staged; 2]);
     let a_inbox = pair.a.region(10, Access::LOCAL_WRITE, 0);
-    pair.a.conn.post_recv(1, a_inbox.sge(0, 10)).unwrap();
+    pair.a.recv(1, a_inbox.sge(0, 10));
     // b refuses a's Write into an STag that does not exist.
     let out = pair.a.region(10, Access::empty(), 0);
     pair.a
@@ -641,13 +593,10 @@ fn the_stream_ending_inside_a_pdu_is_a_lost_connection() {
     for cut in [true, false] {
         let mut pair = ConnPair::mpa(16, PLAIN, Placement::Direct, [Reading::Staged; 2]);
         let inbox = pair.b.region(100, Access::LOCAL_WRITE, 0);
-        pair.b.conn.post_recv(1, inbox.sge(0, 100)).unwrap();
-        pair.b.conn.post_recv(2, inbox.sge(0, 100)).unwrap();
+        pair.b.recv(1, inbox.sge(0, 100));
+        pair.b.recv(2, inbox.sge(0, 100));
         let out = pair.a.region(100, Access::empty(), 0);
-        pair.a
-            .conn
-            .post_send(3, out.sge(0, 100), SendFlags::default())
-            .unwrap();
+        pair.a.send(3, out.sge(0, 100));
         pair.transmit(Side::A);
         if cut {
             let n = pair.ab.bytes.len();
@@ -680,7 +629,7 @@ fn the_stream_ending_inside_a_pdu_is_a_lost_connection() {
 fn a_failed_read_loses_the_connection() {
     let mut pair = ConnPair::mpa(17, PLAIN, Placement::Verified, [Reading::Staged; 2]);
     let inbox = pair.a.region(10, Access::LOCAL_WRITE, 0);
-    pair.a.conn.post_recv(1, inbox.sge(0, 10)).unwrap();
+    pair.a.recv(1, inbox.sge(0, 10));
     let reset = std::io::Error::from_raw_os_error(104);
     pair.a.conn.handle_read_error(LossReason::from_io(&reset));
     pair.drive();
@@ -706,17 +655,16 @@ fn a_failed_read_loses_the_connection() {
 //# error.
 #[test]
 fn a_graceful_close_finishes_posted_work_then_sends_fin() {
-    let mut pair = ConnPair::mpa_with(
-        18,
-        MARKERS,
-        Placement::Direct,
-        [Reading::Direct; 2],
-        None,
-        5000,
-    );
+    let setup = Setup {
+        placement: Placement::Direct,
+        reading: [Reading::Direct; 2],
+        capacity: 5000,
+        ..Setup::new(MARKERS)
+    };
+    let mut pair = ConnPair::with(18, setup);
     let x = post_one_way(&mut pair, 30_000, 0);
     let spare = pair.b.region(10, Access::LOCAL_WRITE, 0);
-    pair.b.conn.post_recv(50, spare.sge(0, 10)).unwrap();
+    pair.b.recv(50, spare.sge(0, 10));
     let now = pair.now;
     pair.a.conn.close_gracefully(now);
     assert_eq!(
@@ -778,14 +726,11 @@ fn an_abortive_close_flushes_both_ends() {
     let mut pair = ConnPair::mpa(19, PLAIN, Placement::Verified, [Reading::Staged; 2]);
     let a_inbox = pair.a.region(10, Access::LOCAL_WRITE, 0);
     let b_inbox = pair.b.region(10, Access::LOCAL_WRITE, 0);
-    pair.a.conn.post_recv(1, a_inbox.sge(0, 10)).unwrap();
-    pair.b.conn.post_recv(2, b_inbox.sge(0, 10)).unwrap();
-    pair.b.conn.post_recv(3, b_inbox.sge(0, 10)).unwrap();
+    pair.a.recv(1, a_inbox.sge(0, 10));
+    pair.b.recv(2, b_inbox.sge(0, 10));
+    pair.b.recv(3, b_inbox.sge(0, 10));
     let out = pair.a.region(10, Access::empty(), 7);
-    pair.a
-        .conn
-        .post_send(4, out.sge(0, 10), SendFlags::default())
-        .unwrap();
+    pair.a.send(4, out.sge(0, 10));
     pair.drive();
     ok(&pair.b, 2);
     pair.a.conn.abort();
@@ -810,24 +755,20 @@ fn an_abortive_close_flushes_both_ends() {
 #[test]
 fn the_idle_timeout_ends_a_silent_connection() {
     let idle = Duration::from_secs(30);
-    let mut pair = ConnPair::mpa_tweaked(
-        20,
-        PLAIN,
-        Placement::Verified,
-        [Reading::Staged; 2],
-        None,
-        1 << 20,
-        |role, c| {
+    let setup = Setup {
+        tweak: |role, c| {
             if role == Role::Initiator {
-                c.idle_timeout = Some(idle);
+                c.idle_timeout = Some(Duration::from_secs(30));
             }
         },
-    );
+        ..Setup::new(PLAIN)
+    };
+    let mut pair = ConnPair::with(20, setup);
     let now = pair.now;
     assert_eq!(pair.a.conn.next_timeout(), Some(now + idle));
     assert_eq!(pair.b.conn.next_timeout(), None);
     let inbox = pair.a.region(10, Access::LOCAL_WRITE, 0);
-    pair.a.conn.post_recv(1, inbox.sge(0, 10)).unwrap();
+    pair.a.recv(1, inbox.sge(0, 10));
     // Traffic 20 s in restarts the timer.
     pair.advance(Duration::from_secs(20));
     let out = pair.b.region(10, Access::empty(), 1);
@@ -836,15 +777,12 @@ fn the_idle_timeout_ends_a_silent_connection() {
         .conn
         .rdma_write(2, none.sge(0, 0), Default::default(), 0)
         .unwrap();
-    pair.b
-        .conn
-        .post_send(3, out.sge(0, 10), SendFlags::default())
-        .unwrap();
+    pair.b.send(3, out.sge(0, 10));
     pair.drive();
     ok(&pair.a, 1);
     assert_eq!(pair.a.conn.next_timeout(), Some(pair.now + idle));
     let inbox2 = pair.a.region(10, Access::LOCAL_WRITE, 0);
-    pair.a.conn.post_recv(4, inbox2.sge(0, 10)).unwrap();
+    pair.a.recv(4, inbox2.sge(0, 10));
     pair.advance(Duration::from_secs(29));
     assert!(pair.a.conn.error().is_none());
     pair.advance(Duration::from_secs(1));
@@ -937,7 +875,13 @@ proptest! {
         } else {
             (Placement::Verified, Reading::Staged)
         };
-        let mut pair = ConnPair::mpa_with(seed, framing, placement, [reading; 2], None, capacity);
+        let setup = Setup {
+            placement,
+            reading: [reading; 2],
+            capacity,
+            ..Setup::new(framing)
+        };
+        let mut pair = ConnPair::with(seed, setup);
         let mut posted: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
         let mut keep = Vec::new();
         let mut next_id = 0;
@@ -1040,7 +984,7 @@ proptest! {
         let mut pair = ConnPair::mpa(seed, framing, placement, [reading; 2]);
         let inbox = pair.b.region(4096, RW, 0);
         for i in 0..4 {
-            pair.b.conn.post_recv(i, inbox.sge(1024 * i as usize, 1024)).unwrap();
+            pair.b.recv(i, inbox.sge(1024 * i as usize, 1024));
         }
         let mut rest = &octets[..];
         for n in chunks.iter().cycle().take(200) {

@@ -14,7 +14,7 @@ use iwarp_proto::ift::{settle, IftConfig, Phase};
 use iwarp_proto::memory::{Access, MemoryTable, ProtectionDomain, StreamId};
 use iwarp_proto::mpa::startup::{Established, Revision, Role, RtrType};
 use iwarp_proto::mpa::{FramingParams, Placement};
-use iwarp_proto::rdmap::{Completion, QueuePairConfig};
+use iwarp_proto::rdmap::{Completion, QueuePairConfig, SendFlags, Sge};
 
 use super::{register, Region, Rng};
 
@@ -109,6 +109,18 @@ impl End {
 
     pub fn region(&self, len: usize, access: Access, fill: u8) -> Region {
         register(&self.table, self.pd, len, 0, access, fill)
+    }
+
+    /// Posts a Send of `sge`, which must be accepted.
+    pub fn send(&mut self, wr_id: u64, sge: Sge) {
+        self.conn
+            .post_send(wr_id, sge, SendFlags::default())
+            .expect("Send posted");
+    }
+
+    /// Posts a receive into `sge`, which must be accepted.
+    pub fn recv(&mut self, wr_id: u64, sge: Sge) {
+        self.conn.post_recv(wr_id, sge).expect("receive posted");
     }
 
     /// Writes what the connection has to send into `out`, in random parts,
@@ -260,55 +272,70 @@ pub fn established(role: Role, framing: FramingParams, rtr: Option<RtrType>) -> 
     }
 }
 
+/// How an MPA pair is set up.
+#[derive(Clone, Copy)]
+pub struct Setup {
+    /// CRC and markers, from the initiator's side.
+    pub framing: FramingParams,
+    pub placement: Placement,
+    /// How each end reads.
+    pub reading: [Reading; 2],
+    /// The RTR of peer-to-peer mode, if used.
+    pub rtr: Option<RtrType>,
+    /// Octets each pipe holds.
+    pub capacity: usize,
+    /// Adjusts each end's configuration, given its role.
+    pub tweak: fn(Role, &mut ConnectionConfig),
+}
+
+impl Setup {
+    /// `framing`, verified placement, staged reads, no RTR, 1 MiB pipes.
+    pub fn new(framing: FramingParams) -> Self {
+        Self {
+            framing,
+            placement: Placement::Verified,
+            reading: [Reading::Staged; 2],
+            rtr: None,
+            capacity: 1 << 20,
+            tweak: |_, _| {},
+        }
+    }
+}
+
 impl ConnPair {
     /// Two ends as an MPA startup settled them (`framing` from the
-    /// initiator's side), with pipes of `capacity` octets each way.
+    /// initiator's side), pipes of 1 MiB each way.
     pub fn mpa(
         seed: u64,
         framing: FramingParams,
         placement: Placement,
         reading: [Reading; 2],
     ) -> Self {
-        Self::mpa_with(seed, framing, placement, reading, None, 1 << 20)
+        Self::with(
+            seed,
+            Setup {
+                placement,
+                reading,
+                ..Setup::new(framing)
+            },
+        )
     }
 
-    /// [`ConnPair::mpa`] in peer-to-peer mode with `rtr`, and pipes of
-    /// `capacity` octets.
-    pub fn mpa_with(
-        seed: u64,
-        framing: FramingParams,
-        placement: Placement,
-        reading: [Reading; 2],
-        rtr: Option<RtrType>,
-        capacity: usize,
-    ) -> Self {
-        Self::mpa_tweaked(seed, framing, placement, reading, rtr, capacity, |_, _| {})
-    }
-
-    /// [`ConnPair::mpa_with`] with each end's configuration adjusted by
-    /// `tweak`, called with the end's role.
-    pub fn mpa_tweaked(
-        seed: u64,
-        framing: FramingParams,
-        placement: Placement,
-        reading: [Reading; 2],
-        rtr: Option<RtrType>,
-        capacity: usize,
-        tweak: impl Fn(Role, &mut ConnectionConfig),
-    ) -> Self {
+    /// Two ends as `setup` says.
+    pub fn with(seed: u64, setup: Setup) -> Self {
         let now = Instant::now();
         let end = |stream, role, reading| {
             End::new(stream, reading, now, |qp| {
-                let e = established(role, framing, rtr);
-                let mut c = ConnectionConfig::mpa(&e, placement, qp);
+                let e = established(role, setup.framing, setup.rtr);
+                let mut c = ConnectionConfig::mpa(&e, setup.placement, qp);
                 c.emss = 4000;
-                tweak(role, &mut c);
+                (setup.tweak)(role, &mut c);
                 c
             })
         };
-        let a = end(1, Role::Initiator, reading[0]);
-        let b = end(2, Role::Responder, reading[1]);
-        Self::of(seed, a, b, capacity, now)
+        let a = end(1, Role::Initiator, setup.reading[0]);
+        let b = end(2, Role::Responder, setup.reading[1]);
+        Self::of(seed, a, b, setup.capacity, now)
     }
 
     /// Two ends as an IFT negotiation with these configurations settles
