@@ -3,11 +3,13 @@
 //!
 //! * [`perf`]: perftest-style bandwidth and latency tests, iWARP and a plain-TCP baseline.
 //! * [`ping`]: the rping connectivity test, wire-compatible with rdma-core's `rping`.
-//! * [`decode`]: a capture decoder, pcap or pcapng in, MPA/IFT, DDP and RDMAP out.
+//! * `decode`: a capture decoder, pcap or pcapng in, MPA/IFT, DDP and RDMAP out (feature
+//!   `decode`, on by default).
 //! * [`soak`]: a soak test, many connections of mixed traffic with every octet checked.
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "decode")]
 pub mod decode;
 pub mod perf;
 pub mod ping;

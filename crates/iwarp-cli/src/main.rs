@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "decode")]
 use iwarp_cli::decode::{self, args::DecodeArgs};
 use iwarp_cli::perf::{self, args::PerfArgs};
 use iwarp_cli::ping::{self, args::PingArgs};
@@ -29,6 +30,7 @@ enum Command {
     Ping(PingArgs),
     /// Decode a pcap or pcapng capture of iWARP traffic: MPA startup frames (or IFT
     /// indications), FPDUs with CRC and markers, DDP and RDMAP, like tshark.
+    #[cfg(feature = "decode")]
     Decode(DecodeArgs),
     /// A soak test: many connections of mixed Send, RDMA Write and RDMA Read traffic for a
     /// while, every octet checked; a summary with the errors (0 for a good run).
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The decoder is synchronous: no runtime for it.
     let cli = match cli.command {
+        #[cfg(feature = "decode")]
         Command::Decode(args) => return decode::run(args),
         command => Cli { command },
     };
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
             runtime.shutdown_background();
             return code;
         }
+        #[cfg(feature = "decode")]
         Command::Decode(args) => return decode::run(args),
         Command::Soak(args) => {
             let code = runtime.block_on(soak::main(args));
