@@ -6,11 +6,14 @@
 //! * `decode`: a capture decoder, pcap or pcapng in, MPA/IFT, DDP and RDMAP out (feature
 //!   `decode`, on by default).
 //! * [`soak`]: a soak test, many connections of mixed traffic with every octet checked.
+//!
+//! Around them: [`logging`], the `tracing` subscriber (`-v` and `RUST_LOG`).
 
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "decode")]
 pub mod decode;
+pub mod logging;
 pub mod perf;
 pub mod ping;
 pub mod soak;

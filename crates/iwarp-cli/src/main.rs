@@ -16,6 +16,11 @@ use iwarp_cli::soak::{self, args::SoakArgs};
 #[derive(Parser, Debug)]
 #[command(name = "iwarp", version, about, propagate_version = true)]
 struct Cli {
+    /// Log more on standard error: -v information, -vv debugging, -vvv everything
+    /// (overridden by RUST_LOG). Before the subcommand: `iwarp -vv ping ...`.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    verbose: u8,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -39,11 +44,20 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `iwarp ping -d` shows the stack's debug events too.
+    let verbosity = match &cli.command {
+        Command::Ping(p) if p.debug => cli.verbose.max(2),
+        _ => cli.verbose,
+    };
+    iwarp_cli::logging::init(verbosity);
     // The decoder is synchronous: no runtime for it.
     let cli = match cli.command {
         #[cfg(feature = "decode")]
         Command::Decode(args) => return decode::run(args),
-        command => Cli { command },
+        command => Cli {
+            verbose: cli.verbose,
+            command,
+        },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

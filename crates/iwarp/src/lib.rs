@@ -36,6 +36,7 @@ mod info;
 mod memory;
 mod qp;
 mod socket;
+mod startup_log;
 
 pub use cm::{accept_stream, connect, connect_stream, ConnectRequest, Listener};
 pub use config::{Config, Framing, QpOptions};

@@ -88,7 +88,8 @@ pub struct PingArgs {
     #[arg(short = 'V', long)]
     pub validate: bool,
 
-    /// Print each protocol step and the connection's parameters on stderr.
+    /// Print each protocol step and the connection's parameters on stderr, with the
+    /// stack's debug events (each startup frame, decoded); as `iwarp -vv ping`.
     #[arg(short = 'd', long)]
     pub debug: bool,
 
