@@ -7,13 +7,17 @@
 //!   `decode`, on by default).
 //! * [`soak`]: a soak test, many connections of mixed traffic with every octet checked.
 //!
-//! Around them: [`logging`], the `tracing` subscriber (`-v` and `RUST_LOG`).
+//! Around them: [`cli`] (the command as a whole, its exit statuses), [`logging`] (the
+//! `tracing` subscriber, `-v` and `RUST_LOG`) and [`manual`] (shell completions and manual
+//! pages generated from the command).
 
 #![forbid(unsafe_code)]
 
+pub mod cli;
 #[cfg(feature = "decode")]
 pub mod decode;
 pub mod logging;
+pub mod manual;
 pub mod perf;
 pub mod ping;
 pub mod soak;

@@ -93,6 +93,11 @@ pub struct PingArgs {
     #[arg(short = 'd', long)]
     pub debug: bool,
 
+    /// Results as JSON on stdout, one object per line: the client's summary ("type":
+    /// "summary"), or a server's line per client served ("type": "client").
+    #[arg(long, conflicts_with = "verbose")]
+    pub json: bool,
+
     /// Persistent server: serve clients until killed, each on its own connection, at once
     /// if they come at once (rping -P).
     #[arg(short = 'P', long, conflicts_with_all = ["client", "connect"])]
@@ -179,6 +184,8 @@ pub struct PingConfig {
     pub verbose: bool,
     /// Print protocol steps.
     pub debug: bool,
+    /// Results as JSON lines.
+    pub json: bool,
     /// MPA CRC policy.
     pub crc: CrcPolicy,
     /// How long to wait for the connection and each answer; `None`: for ever.
@@ -221,6 +228,7 @@ impl PingArgs {
             size: self.size,
             verbose: self.verbose,
             debug: self.debug,
+            json: self.json,
             crc: self.crc.into(),
             timeout: (self.timeout > 0.0).then(|| Duration::from_secs_f64(self.timeout)),
         })

@@ -19,8 +19,9 @@
 //! | [`error`] | what can go wrong, in words |
 //!
 //! Output: `-v` data lines on stdout exactly as rping prints them (`ping data: ...`,
-//! `server ping data: ...`); the client's closing summary on stdout; the server's
-//! connection notices and errors on stderr. `-d` lines are `tracing` debug events (`iwarp -vv ping` or `RUST_LOG` show them
+//! `server ping data: ...`); the client's closing summary on stdout (`--json`: as one JSON
+//! object, and a server's line per client); the server's connection notices and errors on
+//! stderr. `-d` lines are `tracing` debug events (`iwarp -vv ping` or `RUST_LOG` show them
 //! too), next to the stack's own.
 
 pub mod args;
