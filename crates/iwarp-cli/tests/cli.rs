@@ -5,25 +5,17 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
 
-use common::{drain, output_bounded, wait_bounded, Output, BIN};
+use common::{drain, iwarp_command, output_bounded, wait_bounded, Output};
 
 /// Far above what any of these runs needs.
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn iwarp(args: &[&str]) -> Output {
-    let child = Command::new(BIN)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iwarp");
+    let child = iwarp_command(args).spawn().expect("spawn iwarp");
     output_bounded(child, LIMIT, &format!("iwarp {args:?}"))
 }
 
@@ -93,12 +85,7 @@ fn completions_and_manual_pages_come_from_the_command() {
 
 #[test]
 fn ping_reports_json_on_both_sides() {
-    let mut server = Command::new(BIN)
-        .args(["ping", "--server", "-a", "127.0.0.1", "-p", "0", "--json"])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut server = iwarp_command(&["ping", "--server", "-a", "127.0.0.1", "-p", "0", "--json"])
         .spawn()
         .expect("spawn the server");
     let served = drain(server.stdout.take().unwrap());

@@ -5,29 +5,24 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{drain, output_bounded, wait_bounded, Output, BIN};
+use common::{drain, iwarp_command, output_bounded, wait_bounded, Output};
 
 /// Far above what any of these runs needs.
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// `iwarp ARGS`, with `RUST_LOG` set to `rust_log` or removed.
 fn spawn(args: &[&str], rust_log: Option<&str>) -> Child {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    match rust_log {
-        Some(filter) => cmd.env("RUST_LOG", filter),
-        None => cmd.env_remove("RUST_LOG"),
-    };
+    let mut cmd = iwarp_command(args);
+    if let Some(filter) = rust_log {
+        cmd.env("RUST_LOG", filter);
+    }
     cmd.spawn().expect("spawn iwarp")
 }
 
