@@ -41,7 +41,7 @@ use crate::error::Error;
 use crate::info::ConnectionInfo;
 use crate::qp::QueuePair;
 use crate::socket;
-use crate::startup_log::{self, Inbound};
+use crate::startup_log::{self, StartupLog};
 
 /// Startups a listener runs at once at most, so that a flood of silent
 /// peers costs bounded memory; past it, the oldest is closed for the newest.
@@ -228,14 +228,14 @@ where
     M: StartupMachine,
     Error: From<M::Error>,
 {
-    let mut inbound = Inbound::new(stream.peer_addr().ok());
-    let result = exchange(stream, m, pending, &mut inbound).await;
+    let mut log = StartupLog::new(stream.peer_addr().ok());
+    let result = exchange(stream, m, pending, &mut log).await;
     if let Err(e) = &result {
-        inbound.failed(e);
+        log.failed(e);
         let mut owed = false;
         while let Some(out) = m.poll_transmit() {
             owed = true;
-            startup_log::sent(stream.peer_addr().ok(), &out);
+            log.sent(&out);
             if stream.write_all(&out).await.is_err() {
                 break;
             }
@@ -252,7 +252,7 @@ async fn exchange<M>(
     stream: &mut TcpStream,
     m: &mut M,
     mut pending: Vec<u8>,
-    inbound: &mut Inbound,
+    log: &mut StartupLog,
 ) -> Result<(M::Event, Vec<u8>), Error>
 where
     M: StartupMachine,
@@ -261,7 +261,7 @@ where
     let mut buf = vec![0u8; STARTUP_READ];
     loop {
         while let Some(out) = m.poll_transmit() {
-            startup_log::sent(stream.peer_addr().ok(), &out);
+            log.sent(&out);
             stream.write_all(&out).await?;
         }
         if let Some(event) = m.poll_event() {
@@ -272,7 +272,7 @@ where
         }
         if !pending.is_empty() {
             let used = m.handle_input(&pending, Instant::now())?;
-            inbound.took(&pending[..used]);
+            log.took(&pending[..used]);
             pending.drain(..used);
             if used > 0 {
                 continue;
@@ -283,7 +283,7 @@ where
             Some(0) => m.handle_eof()?,
             Some(n) => {
                 let used = m.handle_input(&buf[..n], Instant::now())?;
-                inbound.took(&buf[..used]);
+                log.took(&buf[..used]);
                 pending.extend_from_slice(&buf[used..n]);
             }
         }
@@ -620,7 +620,7 @@ impl ConnectRequest {
                 m.handle_timeout(Instant::now())?;
                 m.accept_with(private_data, ird_ord)?;
                 while let Some(out) = m.poll_transmit() {
-                    startup_log::sent(Some(self.peer), &out);
+                    StartupLog::new(Some(self.peer)).sent(&out);
                     self.stream.write_all(&out).await?;
                 }
                 Settled::Mpa(
@@ -649,7 +649,7 @@ impl ConnectRequest {
         if let Machine::Mpa(m) = &mut self.machine {
             m.reject(private_data)?;
             while let Some(out) = m.poll_transmit() {
-                startup_log::sent(Some(self.peer), &out);
+                StartupLog::new(Some(self.peer)).sent(&out);
                 self.stream.write_all(&out).await?;
             }
         }

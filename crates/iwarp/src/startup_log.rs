@@ -54,16 +54,6 @@ fn lone_fpdu(octets: &[u8]) -> Option<Pdu> {
     Pdu::parse(ulpdu, len).ok()
 }
 
-/// A message sent during startup.
-pub(crate) fn sent(peer: Option<SocketAddr>, octets: &[u8]) {
-    tracing::debug!(target: "iwarp::cm", peer = display_peer(peer), "sent {}", Message(octets));
-}
-
-/// The startup failed (the error is also returned to the application).
-pub(crate) fn failed(peer: Option<SocketAddr>, error: &dyn fmt::Display) {
-    tracing::debug!(target: "iwarp::cm", peer = display_peer(peer), "startup failed: {error}");
-}
-
 /// The connection is in full operation with these parameters.
 pub(crate) fn established(peer: Option<SocketAddr>, info: &ConnectionInfo) {
     tracing::info!(target: "iwarp::cm", peer = display_peer(peer), "established: {}", Settled(info));
@@ -111,23 +101,34 @@ impl fmt::Display for Settled<'_> {
     }
 }
 
-/// The peer's startup message as the startup machine takes it in, logged once whole (or
-/// with the failure, when it never is). Collected only while debug events are wanted.
+/// The log of one startup exchange with a peer: the messages sent, the peer's message as
+/// the startup machine takes it in (logged once whole, or with the failure when it never
+/// is; collected only while debug events are wanted), the failure.
 #[derive(Debug)]
-pub(crate) struct Inbound {
+pub(crate) struct StartupLog {
     peer: Option<SocketAddr>,
     octets: Vec<u8>,
     logged: bool,
 }
 
-impl Inbound {
-    /// Nothing received yet from `peer`.
+impl StartupLog {
+    /// Nothing exchanged yet with `peer`.
     pub(crate) fn new(peer: Option<SocketAddr>) -> Self {
         Self {
             peer,
             octets: Vec::new(),
             logged: !tracing::enabled!(target: "iwarp::cm", Level::DEBUG),
         }
+    }
+
+    /// A message sent to the peer.
+    pub(crate) fn sent(&self, octets: &[u8]) {
+        tracing::debug!(
+            target: "iwarp::cm",
+            peer = display_peer(self.peer),
+            "sent {}",
+            Message(octets)
+        );
     }
 
     /// The machine took `octets` of the peer's message.
@@ -158,7 +159,11 @@ impl Inbound {
                 self.octets.len()
             );
         }
-        failed(self.peer, error);
+        tracing::debug!(
+            target: "iwarp::cm",
+            peer = display_peer(self.peer),
+            "startup failed: {error}"
+        );
     }
 }
 
