@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::conn::{ConnPair, End, Reading, Setup, Side};
 use common::{pattern, Region};
 use iwarp_proto::connection::{ConnectionError, Event, LossReason};
-use iwarp_proto::framing::{FramingError, LlpError, LlpErrorCode};
+use iwarp_proto::framing::{Deframer, FramingError, LlpError, LlpErrorCode};
 use iwarp_proto::ift::IftConfig;
 use iwarp_proto::memory::Access;
 use iwarp_proto::mpa::startup::{Role, RtrType};
@@ -1006,4 +1006,49 @@ proptest! {
         prop_assert_eq!(ids, vec![0, 1, 2, 3]);
         inbox.assert_canaries();
     }
+}
+
+/// The MULPDU follows the EMSS the runtime reads when the connection asks
+/// (after 64 KiB written, then at doubling intervals), and only between
+/// batches: a batch partly written keeps the segment sizes it was framed
+/// with.
+#[test]
+fn the_mulpdu_follows_the_emss_between_batches() {
+    let setup = Setup {
+        capacity: 3000,
+        ..Setup::new(PLAIN)
+    };
+    let mut pair = ConnPair::with(23, setup);
+    let out = pair.a.region(200_000, Access::empty(), 1);
+    let inbox = pair.b.region(200_000, Access::LOCAL_WRITE, 0);
+    pair.b.recv(1, inbox.sge(0, 100_000));
+    pair.b.recv(2, inbox.sge(100_000, 100_000));
+    pair.a.send(3, out.sge(0, 100_000));
+    assert!(!pair.a.conn.wants_emss(), "nothing written yet");
+    let mut asked = 0;
+    for _ in 0..100_000 {
+        if pair.a.conn.wants_emss() {
+            assert!(!pair.a.conn.is_transmit_pending());
+            asked += 1;
+            pair.a.conn.handle_emss(1460);
+            assert_eq!(pair.a.conn.emss(), 1460);
+            assert_eq!(pair.a.conn.qp().mulpdu(), 1460 - 6);
+        }
+        if !pair.step() {
+            break;
+        }
+    }
+    assert_eq!(asked, 1, "once, after 64 KiB");
+    assert_eq!(ok(&pair.b, 1).byte_len, 100_000);
+    // The next Send goes out in segments of the new MULPDU: 1454 octets,
+    // an 18-octet untagged header and 1436 of payload each.
+    let before = pair.b.conn.deframer().pdus_received();
+    pair.a.send(4, out.sge(100_000, 100_000));
+    pair.drive();
+    assert_eq!(ok(&pair.b, 2).byte_len, 100_000);
+    assert_eq!(
+        pair.b.conn.deframer().pdus_received() - before,
+        100_000u64.div_ceil(1436)
+    );
+    assert_eq!(inbox.bytes(), vec![1; 200_000]);
 }

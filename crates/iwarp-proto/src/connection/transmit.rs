@@ -68,9 +68,11 @@ impl TxHalf {
         !self.pending.is_empty()
     }
 
-    /// Whether enough has been written since the EMSS was last read.
+    /// Whether enough has been written since the EMSS was last read, and
+    /// the next batch is still to be taken (the MULPDU changes between
+    /// batches).
     pub(super) fn wants_emss(&self) -> bool {
-        self.octets >= self.emss_check_at
+        self.octets >= self.emss_check_at && self.pending.is_empty()
     }
 
     /// Follows a fresh EMSS with the MULPDU (draft-ietf-rddp-mpa-01
