@@ -1,0 +1,386 @@
+//! What an out-of-order receiver holds beyond its in-order point: octets
+//! waiting for the hole before them to fill, and in their stead, for each
+//! PDU already placed, a small record of it.
+//!
+//! Pieces are kept by stream offset, disjoint, all at or after the in-order
+//! point. A segment that overlaps what is held contributes only its new
+//! octets (the octets that arrived first win, as at a TCP receiver); octets
+//! beyond the window, or beyond the budget, are dropped, as a TCP receiver
+//! drops what it has no room for, and the sender sends them again.
+
+use std::collections::BTreeMap;
+
+/// What the budget charges for each piece besides its octets: the map
+/// entry and the vector header, roughly.
+pub const PIECE_OVERHEAD: usize = 64;
+
+/// One held piece of the stream.
+#[derive(Debug)]
+pub enum Piece<R> {
+    /// Octets not yet placed.
+    Octets(Vec<u8>),
+    /// A PDU of `len` stream octets, placed already: its record.
+    Done {
+        /// Stream octets it took, markers included.
+        len: u64,
+        /// What delivering it in order needs.
+        record: R,
+    },
+}
+
+impl<R> Piece<R> {
+    /// Stream octets it covers.
+    pub fn len(&self) -> u64 {
+        match self {
+            Self::Octets(v) => v.len() as u64,
+            Self::Done { len, .. } => *len,
+        }
+    }
+
+    /// True when it covers no octet (never, for a held piece).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The held pieces of one direction's stream.
+#[derive(Debug)]
+pub struct Held<R> {
+    /// Stream offset of the in-order point: everything before it has been
+    /// handed to the in-order path.
+    next: u64,
+    pieces: BTreeMap<u64, Piece<R>>,
+    /// Octets held in [`Piece::Octets`].
+    octets: usize,
+    /// Stream octets covered by all pieces: what an in-order reassembly
+    /// buffer would hold for the same arrivals.
+    covered: u64,
+    /// The most octets plus [`PIECE_OVERHEAD`] per piece held at once.
+    budget: usize,
+}
+
+impl<R> Held<R> {
+    /// Nothing held; the in-order point at `next`.
+    pub fn new(next: u64, budget: usize) -> Self {
+        Self {
+            next,
+            pieces: BTreeMap::new(),
+            octets: 0,
+            covered: 0,
+            budget,
+        }
+    }
+
+    /// The in-order point.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    /// Octets held unplaced.
+    pub fn octets(&self) -> usize {
+        self.octets
+    }
+
+    /// Stream octets covered by what is held, placed or not.
+    pub fn covered(&self) -> u64 {
+        self.covered
+    }
+
+    /// Pieces held.
+    pub fn pieces(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// Where the first held piece starts.
+    pub fn first_start(&self) -> Option<u64> {
+        self.pieces.keys().next().copied()
+    }
+
+    fn charge(&self) -> usize {
+        self.octets + self.pieces.len() * PIECE_OVERHEAD
+    }
+
+    /// Octets handed to the in-order path straight from a segment: the
+    /// in-order point moves on. Nothing held may start before the new one.
+    pub fn advance(&mut self, n: u64) {
+        self.next += n;
+        debug_assert!(self.first_start().is_none_or(|s| s >= self.next));
+    }
+
+    /// Holds the octets of `bytes`, which start at stream offset `start`,
+    /// that are not held yet, not before the in-order point and not at or
+    /// past `limit`. Pushes each new range onto `new`; returns the octets
+    /// dropped for want of budget.
+    pub fn insert(
+        &mut self,
+        start: u64,
+        bytes: &[u8],
+        limit: u64,
+        new: &mut Vec<(u64, u64)>,
+    ) -> u64 {
+        let end = (start + bytes.len() as u64).min(limit);
+        let mut at = start.max(self.next);
+        if at >= end {
+            return 0;
+        }
+        if let Some((&s, p)) = self.pieces.range(..=at).next_back() {
+            at = at.max(s + p.len());
+        }
+        let first_new = new.len();
+        while at < end {
+            let gap_end = self.pieces.range(at..end).next().map_or(end, |(&s, _)| s);
+            if gap_end > at {
+                new.push((at, gap_end));
+            }
+            at = match self.pieces.get(&gap_end) {
+                Some(p) => gap_end + p.len(),
+                None => end,
+            };
+        }
+        let mut dropped = 0;
+        let mut kept = first_new;
+        for i in first_new..new.len() {
+            let (s, e) = new[i];
+            let n = (e - s) as usize;
+            if self.charge() + n + PIECE_OVERHEAD > self.budget {
+                dropped += n as u64;
+                continue;
+            }
+            let from = (s - start) as usize;
+            self.pieces
+                .insert(s, Piece::Octets(bytes[from..from + n].to_vec()));
+            self.octets += n;
+            self.covered += n as u64;
+            new[kept] = (s, e);
+            kept += 1;
+        }
+        new.truncate(kept);
+        dropped
+    }
+
+    /// The piece at the in-order point, if one starts there.
+    pub fn front(&self) -> Option<&Piece<R>> {
+        self.pieces.get(&self.next)
+    }
+
+    /// Takes the piece at the in-order point and moves the point past it.
+    pub fn pop_front(&mut self) -> Option<Piece<R>> {
+        let piece = self.pieces.remove(&self.next)?;
+        self.forget(&piece);
+        self.next += piece.len();
+        Some(piece)
+    }
+
+    /// Removes the piece at the in-order point without moving the point:
+    /// its octets must come again.
+    pub fn withdraw_front(&mut self) -> Option<Piece<R>> {
+        let piece = self.pieces.remove(&self.next)?;
+        self.forget(&piece);
+        Some(piece)
+    }
+
+    fn forget(&mut self, piece: &Piece<R>) {
+        if let Piece::Octets(v) = piece {
+            self.octets -= v.len();
+        }
+        self.covered -= piece.len();
+    }
+
+    /// The octets `start..end`, if every one of them is held unplaced:
+    /// borrowed when one piece holds them all, else copied into `scratch`.
+    pub fn octets_in<'a>(
+        &'a self,
+        start: u64,
+        end: u64,
+        scratch: &'a mut Vec<u8>,
+    ) -> Option<&'a [u8]> {
+        if start < self.next || end < start {
+            return None;
+        }
+        let (&s, p) = self.pieces.range(..=start).next_back()?;
+        let Piece::Octets(v) = p else { return None };
+        let pe = s + v.len() as u64;
+        if pe >= end {
+            return Some(&v[(start - s) as usize..(end - s) as usize]);
+        }
+        if pe <= start {
+            return None;
+        }
+        scratch.clear();
+        scratch.extend_from_slice(&v[(start - s) as usize..]);
+        let mut at = pe;
+        while at < end {
+            let Some(Piece::Octets(v)) = self.pieces.get(&at) else {
+                return None;
+            };
+            let n = v.len().min((end - at) as usize);
+            scratch.extend_from_slice(&v[..n]);
+            at += n as u64;
+        }
+        Some(scratch)
+    }
+
+    /// Up to `max` octets from `start` on, as far as they are held
+    /// unplaced and contiguous, copied into `out`; returns how many.
+    pub fn prefix(&self, start: u64, out: &mut [u8]) -> usize {
+        let mut got = 0;
+        let mut at = start;
+        while got < out.len() {
+            let Some((&s, Piece::Octets(v))) = self.pieces.range(..=at).next_back() else {
+                break;
+            };
+            let pe = s + v.len() as u64;
+            if pe <= at || at < self.next {
+                break;
+            }
+            let from = (at - s) as usize;
+            let n = (v.len() - from).min(out.len() - got);
+            out[got..got + n].copy_from_slice(&v[from..from + n]);
+            got += n;
+            at += n as u64;
+        }
+        got
+    }
+
+    /// Whether a placed PDU's record covers any of `start..end`.
+    pub fn any_done_in(&self, start: u64, end: u64) -> bool {
+        if let Some((&s, p)) = self.pieces.range(..start).next_back() {
+            if matches!(p, Piece::Done { .. }) && s + p.len() > start {
+                return true;
+            }
+        }
+        self.pieces
+            .range(start..end)
+            .any(|(_, p)| matches!(p, Piece::Done { .. }))
+    }
+
+    /// Replaces the held octets `start..end` (all held unplaced, see
+    /// [`Held::octets_in`]) by the record of the PDU they made up.
+    pub fn mark_done(&mut self, start: u64, end: u64, record: R) {
+        // The piece holding `start`, cut short there.
+        if let Some((&s, Piece::Octets(v))) = self.pieces.range_mut(..start).next_back() {
+            let pe = s + v.len() as u64;
+            if pe > start {
+                let tail = v.split_off((start - s) as usize);
+                self.pieces.insert(start, Piece::Octets(tail));
+            }
+        }
+        let mut at = start;
+        while at < end {
+            let Some(piece) = self.pieces.remove(&at) else {
+                break;
+            };
+            let len = piece.len();
+            let Piece::Octets(mut v) = piece else {
+                // Not reached: the caller checked these octets are held.
+                self.pieces.insert(at, piece);
+                break;
+            };
+            if at + len > end {
+                let tail = v.split_off((end - at) as usize);
+                self.pieces.insert(end, Piece::Octets(tail));
+            }
+            self.octets -= v.len();
+            at += v.len() as u64;
+        }
+        self.pieces.insert(
+            start,
+            Piece::Done {
+                len: end - start,
+                record,
+            },
+        );
+    }
+
+    /// The held ranges, adjacent pieces merged: what a TCP receiver would
+    /// report in SACK blocks.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let mut it = self.pieces.iter().peekable();
+        std::iter::from_fn(move || {
+            let (&s, p) = it.next()?;
+            let mut e = s + p.len();
+            while let Some((&ns, np)) = it.peek() {
+                if ns != e {
+                    break;
+                }
+                e += np.len();
+                it.next();
+            }
+            Some((s, e))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held() -> Held<u32> {
+        Held::new(100, 1 << 20)
+    }
+
+    #[test]
+    fn insert_keeps_what_arrived_first() {
+        let mut h = held();
+        let mut new = Vec::new();
+        h.insert(110, b"abcd", 1000, &mut new);
+        assert_eq!(new, [(110, 114)]);
+        new.clear();
+        // Overlaps on both sides: only the octets around it are new.
+        h.insert(108, b"XXYYYYZZ", 1000, &mut new);
+        assert_eq!(new, [(108, 110), (114, 116)]);
+        let mut scratch = Vec::new();
+        assert_eq!(h.octets_in(108, 116, &mut scratch), Some(&b"XXabcdZZ"[..]));
+        assert_eq!(h.octets_in(110, 113, &mut scratch), Some(&b"abc"[..]));
+        assert_eq!(h.octets_in(107, 110, &mut scratch), None);
+        assert_eq!(h.octets(), 8);
+        // Before the in-order point, and past the limit: not held.
+        new.clear();
+        h.insert(90, &[7u8; 32], 120, &mut new);
+        assert_eq!(new, [(100, 108), (116, 120)]);
+        assert_eq!(h.ranges().collect::<Vec<_>>(), [(100, 120)]);
+    }
+
+    #[test]
+    fn done_pieces_replace_their_octets() {
+        let mut h = held();
+        let mut new = Vec::new();
+        h.insert(100, b"0123", 1000, &mut new);
+        h.insert(104, b"4567", 1000, &mut new);
+        h.insert(108, b"89", 1000, &mut new);
+        h.mark_done(102, 109, 7);
+        assert_eq!(h.octets(), 3);
+        assert_eq!(h.covered(), 10);
+        assert!(h.any_done_in(108, 110) && !h.any_done_in(109, 110));
+        let mut out = [0u8; 4];
+        assert_eq!(h.prefix(100, &mut out), 2);
+        assert_eq!(&out[..2], b"01");
+        match h.pop_front() {
+            Some(Piece::Octets(v)) => assert_eq!(v, b"01"),
+            other => panic!("{other:?}"),
+        }
+        match h.pop_front() {
+            Some(Piece::Done { len: 7, record: 7 }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(h.next(), 109);
+        assert!(matches!(h.front(), Some(Piece::Octets(v)) if v == b"9"));
+    }
+
+    #[test]
+    fn the_budget_bounds_what_is_held() {
+        let mut h: Held<u32> = Held::new(0, 3 * PIECE_OVERHEAD + 10);
+        let mut new = Vec::new();
+        let mut dropped = 0;
+        for i in 0..10u64 {
+            dropped += h.insert(10 + i * 4, &[1, 2], 1 << 20, &mut new);
+        }
+        assert!(h.octets() + h.pieces() * PIECE_OVERHEAD <= 3 * PIECE_OVERHEAD + 10);
+        assert_eq!(dropped, 20 - h.octets() as u64);
+    }
+}
