@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 pub const PIECE_OVERHEAD: usize = 64;
 
 /// One held piece of the stream.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Piece<R> {
     /// Octets not yet placed.
     Octets(Vec<u8>),
@@ -44,7 +44,7 @@ impl<R> Piece<R> {
 }
 
 /// The held pieces of one direction's stream.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Held<R> {
     /// Stream offset of the in-order point: everything before it has been
     /// handed to the in-order path.
@@ -161,6 +161,37 @@ impl<R> Held<R> {
         }
         new.truncate(kept);
         dropped
+    }
+
+    /// Moves the in-order point on to `to` (if it is not past it already),
+    /// dropping what is held before it: for a user that follows the stream
+    /// some other way (a capture decoder that reassembles it itself).
+    pub fn skip_to(&mut self, to: u64) {
+        if to <= self.next {
+            return;
+        }
+        self.next = to;
+        while let Some(entry) = self.pieces.first_entry() {
+            let start = *entry.key();
+            if start >= to {
+                break;
+            }
+            let piece = entry.remove();
+            self.forget(&piece);
+            if let Piece::Octets(mut v) = piece {
+                if start + v.len() as u64 > to {
+                    let tail = v.split_off((to - start) as usize);
+                    self.octets += tail.len();
+                    self.covered += tail.len() as u64;
+                    self.pieces.insert(to, Piece::Octets(tail));
+                }
+            }
+        }
+    }
+
+    /// Whether a placed PDU's record starts at `at`.
+    pub fn done_at(&self, at: u64) -> bool {
+        matches!(self.pieces.get(&at), Some(Piece::Done { .. }))
     }
 
     /// The piece at the in-order point, if one starts there.
@@ -370,6 +401,26 @@ mod tests {
         }
         assert_eq!(h.next(), 109);
         assert!(matches!(h.front(), Some(Piece::Octets(v)) if v == b"9"));
+    }
+
+    #[test]
+    fn skipping_drops_what_lies_before() {
+        let mut h = held();
+        let mut new = Vec::new();
+        h.insert(104, b"abcd", 1000, &mut new);
+        h.insert(110, b"efgh", 1000, &mut new);
+        h.mark_done(110, 114, 1);
+        h.insert(120, b"ijkl", 1000, &mut new);
+        h.skip_to(106);
+        assert_eq!(h.next(), 106);
+        assert_eq!(h.octets(), 6);
+        assert!(matches!(h.front(), Some(Piece::Octets(v)) if v == b"cd"));
+        assert!(h.done_at(110) && !h.done_at(106));
+        h.skip_to(112);
+        assert_eq!(h.ranges().collect::<Vec<_>>(), [(120, 124)]);
+        assert_eq!((h.octets(), h.covered()), (4, 4));
+        h.skip_to(50);
+        assert_eq!(h.next(), 112);
     }
 
     #[test]

@@ -62,7 +62,7 @@ impl<'a> Pdu<'a> {
 
 /// Scratch space for checking PDUs: reused, so that checking allocates
 /// nothing once warm.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Checker {
     runs: Vec<(usize, usize)>,
     header: Vec<u8>,

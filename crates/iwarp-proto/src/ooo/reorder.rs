@@ -44,7 +44,7 @@ pub enum Offer<R> {
 
 /// The framing half of the out-of-order path. See the module
 /// documentation.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Reorder<F: OooFraming, R> {
     framing: F,
     held: Held<R>,
@@ -121,6 +121,20 @@ impl<F: OooFraming, R> Reorder<F, R> {
     /// The piece at the in-order point, if one starts there.
     pub fn front(&self) -> Option<&Piece<R>> {
         self.held.front()
+    }
+
+    /// Moves the in-order point on to `to`, dropping what is held before
+    /// it (see [`Held::skip_to`]).
+    pub fn skip_to(&mut self, to: u64) {
+        if to > self.held.next() {
+            self.held.skip_to(to);
+            self.prune();
+        }
+    }
+
+    /// Whether a PDU found ahead, and offered, starts at `at`.
+    pub fn pdu_at(&self, at: u64) -> bool {
+        self.held.done_at(at) || self.kept.contains_key(&at)
     }
 
     /// Drops the piece at the in-order point: its octets must come again.
