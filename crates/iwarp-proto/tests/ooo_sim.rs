@@ -20,6 +20,7 @@ const MODELS: [(&str, LinkModel); 4] = [
             reorder: 16,
             duplicate: 0.0,
             mss: 1460,
+            resend_all: 0.2,
         },
     ),
     (
@@ -29,6 +30,7 @@ const MODELS: [(&str, LinkModel); 4] = [
             reorder: 8,
             duplicate: 0.02,
             mss: 1460,
+            resend_all: 0.2,
         },
     ),
     (
@@ -38,6 +40,7 @@ const MODELS: [(&str, LinkModel); 4] = [
             reorder: 64,
             duplicate: 0.1,
             mss: 536,
+            resend_all: 0.2,
         },
     ),
     (
@@ -47,6 +50,7 @@ const MODELS: [(&str, LinkModel); 4] = [
             reorder: 6,
             duplicate: 0.05,
             mss: 100,
+            resend_all: 0.2,
         },
     ),
 ];
@@ -134,6 +138,7 @@ fn workload() -> impl Strategy<Value = Workload> {
             max_len,
             bad_op,
             recv_ahead,
+            ..Workload::SMALL
         })
 }
 

@@ -194,6 +194,23 @@ impl<R> Held<R> {
         matches!(self.pieces.get(&at), Some(Piece::Done { .. }))
     }
 
+    /// Whether nothing held meets `start..end`.
+    pub fn is_clear(&self, start: u64, end: u64) -> bool {
+        // Pieces are disjoint: the last one that starts before `end` is
+        // the only one that can reach into `start..end` from the left.
+        self.pieces
+            .range(..end)
+            .next_back()
+            .is_none_or(|(&s, p)| s + p.len() <= start)
+    }
+
+    /// Holds the record of a PDU of `len` stream octets at `start` whose
+    /// octets were never held (see [`Held::is_clear`]).
+    pub fn insert_done(&mut self, start: u64, len: u64, record: R) {
+        self.covered += len;
+        self.pieces.insert(start, Piece::Done { len, record });
+    }
+
     /// The piece at the in-order point, if one starts there.
     pub fn front(&self) -> Option<&Piece<R>> {
         self.pieces.get(&self.next)
@@ -208,9 +225,13 @@ impl<R> Held<R> {
     }
 
     /// Removes the piece at the in-order point without moving the point:
-    /// its octets must come again.
+    /// its octets must come again (or [`Held::advance`] moves past them).
     pub fn withdraw_front(&mut self) -> Option<Piece<R>> {
-        let piece = self.pieces.remove(&self.next)?;
+        let entry = self.pieces.first_entry()?;
+        if *entry.key() != self.next {
+            return None;
+        }
+        let piece = entry.remove();
         self.forget(&piece);
         Some(piece)
     }

@@ -6,8 +6,11 @@
 //! earlier one, placed afterwards, must then leave that octet alone. So
 //! every early placement is recorded here with its PDU's stream offset,
 //! and every placement (early or in order) skips the octets a PDU later in
-//! the stream has written. A record is forgotten when its PDU is delivered
-//! in order: every PDU placed after that comes later in the stream.
+//! the stream has written. A record no longer counts once its PDU has been
+//! delivered in order (every PDU placed after that comes later in the
+//! stream): queries name the in-order point, records before it are
+//! ignored, and [`Overlaps::prune`] drops them now and then, so that a
+//! delivery costs nothing here.
 //!
 //! draft-williams-iwarp-ift-01 §8.2 puts it the other way round: an
 //! in-order placement that would overwrite a speculative one is done and
@@ -30,6 +33,8 @@ struct Written {
 pub struct Overlaps {
     /// (buffer, start) to the range from there.
     ranges: BTreeMap<(usize, usize), Written>,
+    /// Reused by [`Overlaps::place`] and [`Overlaps::forget`].
+    scratch: Vec<(usize, Written)>,
 }
 
 impl Overlaps {
@@ -38,17 +43,22 @@ impl Overlaps {
         Self::default()
     }
 
-    /// True when nothing is recorded (no early placement awaits delivery).
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-
-    /// Ranges recorded.
+    /// Ranges recorded (some may be of PDUs delivered since).
     pub fn len(&self) -> usize {
         self.ranges.len()
     }
 
-    /// The recorded ranges of `buffer` that meet `start..end`, clipped.
+    /// True when nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Drops the records of PDUs before stream offset `since` (delivered).
+    pub fn prune(&mut self, since: u64) {
+        self.ranges.retain(|_, w| w.pos >= since);
+    }
+
+    /// The recorded ranges of `buffer` that meet `start..end`.
     fn meeting(
         &self,
         buffer: usize,
@@ -67,39 +77,54 @@ impl Overlaps {
     }
 
     /// Pushes onto `out` the parts of `start..end` of `buffer`, relative to
-    /// `start`, that a PDU after stream offset `pos` wrote (any recorded
-    /// PDU, for `None`: one being placed in order precedes them all).
+    /// `start`, that a PDU at or after stream offset `since` wrote.
     pub fn later_writes(
         &self,
         buffer: usize,
         start: usize,
         end: usize,
-        pos: Option<u64>,
+        since: u64,
         out: &mut Vec<(usize, usize)>,
     ) {
         out.clear();
         for (s, w) in self.meeting(buffer, start, end) {
-            if pos.is_none_or(|p| w.pos > p) {
+            if w.pos >= since {
                 out.push((s.max(start) - start, w.end.min(end) - start));
             }
         }
     }
 
-    /// Whether any PDU placed ahead of delivery wrote any of `start..end`
-    /// of `buffer`.
-    pub fn meets(&self, buffer: usize, start: usize, end: usize) -> bool {
-        self.meeting(buffer, start, end).next().is_some()
+    /// Whether a PDU at or after stream offset `since` wrote any of
+    /// `start..end` of `buffer`.
+    pub fn meets(&self, buffer: usize, start: usize, end: usize, since: u64) -> bool {
+        self.meeting(buffer, start, end)
+            .any(|(_, w)| w.pos >= since)
     }
 
-    /// Records that the PDU at stream offset `pos` wrote `start..end` of
-    /// `buffer`, except where a later PDU had.
-    pub fn record(&mut self, buffer: usize, start: usize, end: usize, pos: u64) {
+    /// The PDU at stream offset `pos` is about to write `start..end` of
+    /// `buffer`: pushes onto `skips` the parts (relative to `start`) that a
+    /// later PDU wrote and it must leave alone, and records that it wrote
+    /// the rest.
+    pub fn place(
+        &mut self,
+        buffer: usize,
+        start: usize,
+        end: usize,
+        pos: u64,
+        skips: &mut Vec<(usize, usize)>,
+    ) {
+        skips.clear();
         if start >= end {
             return;
         }
-        let old: Vec<(usize, Written)> = self.meeting(buffer, start, end).collect();
+        let mut old = std::mem::take(&mut self.scratch);
+        old.clear();
+        old.extend(self.meeting(buffer, start, end));
         let mut at = start;
-        for (s, w) in old {
+        for &(s, w) in &old {
+            if w.pos > pos {
+                skips.push((s.max(start) - start, w.end.min(end) - start));
+            }
             self.ranges.remove(&(buffer, s));
             // What lies outside start..end keeps its writer.
             if s < start {
@@ -118,15 +143,18 @@ impl Overlaps {
         if at < end {
             self.put(buffer, at, end, pos);
         }
+        self.scratch = old;
     }
 
     /// Forgets what the PDU at `pos` wrote in `start..end` of `buffer`.
     pub fn forget(&mut self, buffer: usize, start: usize, end: usize, pos: u64) {
-        let mine: Vec<(usize, Written)> = self
-            .meeting(buffer, start, end)
-            .filter(|(_, w)| w.pos == pos)
-            .collect();
-        for (s, w) in mine {
+        let mut mine = std::mem::take(&mut self.scratch);
+        mine.clear();
+        mine.extend(
+            self.meeting(buffer, start, end)
+                .filter(|(_, w)| w.pos == pos),
+        );
+        for &(s, w) in &mine {
             self.ranges.remove(&(buffer, s));
             if s < start {
                 self.put(buffer, s, start, w.pos);
@@ -135,6 +163,7 @@ impl Overlaps {
                 self.put(buffer, end, w.end, w.pos);
             }
         }
+        self.scratch = mine;
     }
 
     fn put(&mut self, buffer: usize, start: usize, end: usize, pos: u64) {
@@ -153,23 +182,25 @@ mod tests {
     fn later_writers_win() {
         let mut o = Overlaps::new();
         let mut out = Vec::new();
-        o.record(1, 10, 20, 500);
-        o.later_writes(1, 0, 30, Some(400), &mut out);
-        assert_eq!(out, [(10, 20)]);
-        o.later_writes(1, 0, 30, Some(600), &mut out);
+        o.place(1, 10, 20, 500, &mut out);
         assert!(out.is_empty());
-        o.later_writes(2, 0, 30, None, &mut out);
+        o.later_writes(1, 0, 30, 401, &mut out);
+        assert_eq!(out, [(10, 20)]);
+        o.later_writes(1, 0, 30, 601, &mut out);
+        assert!(out.is_empty());
+        o.later_writes(2, 0, 30, 0, &mut out);
         assert!(out.is_empty());
         // An earlier PDU over a wider range keeps the later one's part.
-        o.record(1, 5, 25, 300);
-        o.later_writes(1, 5, 25, Some(300), &mut out);
+        o.place(1, 5, 25, 300, &mut out);
         assert_eq!(out, [(5, 15)]);
-        o.later_writes(1, 0, 30, Some(400), &mut out);
+        o.later_writes(1, 0, 30, 401, &mut out);
         assert_eq!(out, [(10, 20)]);
-        // Delivered: forgotten.
-        o.forget(1, 5, 25, 300);
-        o.later_writes(1, 0, 30, None, &mut out);
+        // Delivered up to 400: the earlier one no longer counts.
+        assert!(o.meets(1, 0, 8, 0) && !o.meets(1, 0, 8, 400));
+        o.prune(400);
+        o.later_writes(1, 0, 30, 0, &mut out);
         assert_eq!(out, [(10, 20)]);
+        // Withdrawn: forgotten.
         o.forget(1, 10, 20, 500);
         assert!(o.is_empty());
     }
@@ -183,10 +214,16 @@ mod tests {
         ) {
             let mut o = Overlaps::new();
             let mut model = [None::<u64>; 64];
+            let mut skips = Vec::new();
             for &(a, b, pos) in &writes {
                 let (s, e) = (a.min(b), a.max(b));
-                o.record(0, s, e, pos);
-                for m in &mut model[s..e] {
+                o.place(0, s, e, pos, &mut skips);
+                let mut skipped = [false; 64];
+                for &(x, y) in &skips {
+                    skipped[s + x..s + y].iter_mut().for_each(|k| *k = true);
+                }
+                for (i, m) in model.iter_mut().enumerate().take(e).skip(s) {
+                    prop_assert_eq!(skipped[i], m.is_some_and(|w| w > pos));
                     *m = Some(m.map_or(pos, |p| p.max(pos)));
                 }
             }
@@ -200,7 +237,7 @@ mod tests {
             }
             for p in 0..16u64 {
                 let mut out = Vec::new();
-                o.later_writes(0, 0, 64, Some(p), &mut out);
+                o.later_writes(0, 0, 64, p + 1, &mut out);
                 let mut got = [false; 64];
                 for (s, e) in out {
                     got[s..e].iter_mut().for_each(|g| *g = true);

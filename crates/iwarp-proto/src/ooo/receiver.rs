@@ -94,6 +94,8 @@ pub struct OooReceiver<F: OooFraming> {
     /// The TCP sequence number of stream offset 0.
     isn: u32,
     overlaps: Overlaps,
+    /// PDUs placed ahead of delivery and not yet delivered.
+    live: usize,
     skips: Vec<(usize, usize)>,
     /// DDP header octets of the ULPDU in progress still to pass in order.
     header_left: usize,
@@ -112,6 +114,7 @@ impl<F: OooFraming> OooReceiver<F> {
             staging: Vec::new(),
             isn,
             overlaps: Overlaps::new(),
+            live: 0,
             skips: Vec::new(),
             header_left: HEADER_UNKNOWN,
             error: None,
@@ -231,12 +234,17 @@ impl<F: OooFraming> OooReceiver<F> {
             let at = (start + from as i64) as u64;
             let before = self.reorder.held().covered();
             let guess = (from == 0).then_some(at);
-            let (overlaps, skips, stats) = (&mut self.overlaps, &mut self.skips, &mut self.stats);
-            let qp_ref: &QueuePair = qp;
-            let keep = self.reorder.framing().keeps_early_placements();
-            self.reorder.insert(at, &octets[from..], guess, &mut |pdu| {
-                place_early(pdu, qp_ref, overlaps, skips, stats, keep)
-            });
+            let mut early = Early {
+                qp,
+                overlaps: &mut self.overlaps,
+                skips: &mut self.skips,
+                stats: &mut self.stats,
+                live: &mut self.live,
+                keep: self.reorder.framing().keeps_early_placements(),
+                since: self.reorder.next(),
+            };
+            self.reorder
+                .insert(at, &octets[from..], guess, &mut |pdu| early.place(pdu));
             let after = self.reorder.held().covered();
             self.stats.ahead_octets += after.saturating_sub(before);
         }
@@ -265,17 +273,17 @@ impl<F: OooFraming> OooReceiver<F> {
     fn drain(&mut self, qp: &mut QueuePair) -> Result<(), OooError<F>> {
         while self.error.is_none() {
             let pos = self.reorder.next();
-            match self.reorder.front() {
+            match self.reorder.take_front() {
                 None => break,
-                Some(Piece::Octets(_)) => {
-                    if let Some(Piece::Octets(v)) = self.reorder.pop_front() {
-                        self.feed(&v, qp)?;
-                    }
+                Some(Piece::Octets(v)) => {
+                    self.reorder.advance(v.len() as u64);
+                    self.feed(&v, qp)?;
                 }
-                Some(Piece::Done { .. }) => {
+                Some(Piece::Done { len, record }) => {
                     let aligned = self.staging.is_empty()
                         && self.deframer.at_boundary()
                         && self.deframer.offset() == pos;
+                    self.live -= 1;
                     //= draft-williams-iwarp-ift-01#8
                     //# If this verification fails, the PDU MUST be placed again.
                     //= draft-williams-iwarp-ift-01#8
@@ -285,18 +293,17 @@ impl<F: OooFraming> OooReceiver<F> {
                     if !aligned {
                         // Not a PDU after all: its octets must come again,
                         // and are neither acknowledged nor reported held.
-                        if let Some(Piece::Done { record, .. }) = self.reorder.withdraw_front() {
-                            let (b, s, e) = record.range();
-                            self.overlaps.forget(b, s, e, pos);
-                            self.stats.withdrawn += 1;
-                        }
+                        let (b, s, e) = record.range();
+                        self.overlaps.forget(b, s, e, pos);
+                        self.stats.withdrawn += 1;
                         break;
                     }
-                    let Some(Piece::Done { len, record }) = self.reorder.pop_front() else {
-                        break;
-                    };
-                    let (b, s, e) = record.range();
-                    self.overlaps.forget(b, s, e, pos);
+                    self.reorder.advance(len);
+                    // Its record in `overlaps` stops counting now; drop
+                    // such records in bulk once they are the many.
+                    if self.overlaps.len() > 2 * self.live + 64 {
+                        self.overlaps.prune(pos + len);
+                    }
                     let hl = usize::from(record.header_len);
                     let delivered =
                         qp.deliver_placed(&record.header[..hl], record.ulpdu_len, &record.target);
@@ -315,7 +322,8 @@ impl<F: OooFraming> OooReceiver<F> {
     fn feed(&mut self, bytes: &[u8], qp: &mut QueuePair) -> Result<(), OooError<F>> {
         let mut sink = InOrder {
             qp: &mut *qp,
-            overlaps: &self.overlaps,
+            overlaps: (self.live > 0).then_some(&self.overlaps),
+            since: self.reorder.next(),
             skips: &mut self.skips,
             header_left: &mut self.header_left,
         };
@@ -348,69 +356,78 @@ impl<F: OooFraming> OooReceiver<F> {
     }
 }
 
-/// Offers a whole, checked PDU found ahead of the in-order point to DDP:
-/// if DDP can tell where its payload goes, it is placed there now. With
-/// `keep`, not over anything placed ahead of delivery before.
-//= draft-williams-iwarp-ift-01#8
-//# The subset of these which exists SHOULD all be checked, and any field containing an
-//# invalid value disqualifies the PDU for speculative placement.
-//= draft-williams-iwarp-ift-01#8
-//# If the confirmation fails, speculative placement MUST NOT be done.
-//= draft-williams-iwarp-ift-01#8
-//# If the PDU identified appears to be in error, the error MUST NOT be reported
-//# speculatively.
-fn place_early(
-    pdu: &Pdu<'_>,
-    qp: &QueuePair,
-    overlaps: &mut Overlaps,
-    skips: &mut Vec<(usize, usize)>,
-    stats: &mut OooStats,
+/// What placing a PDU ahead of delivery needs of the receiver.
+struct Early<'a> {
+    qp: &'a QueuePair,
+    overlaps: &'a mut Overlaps,
+    skips: &'a mut Vec<(usize, usize)>,
+    stats: &'a mut OooStats,
+    live: &'a mut usize,
+    /// Leave alone whatever any undelivered PDU placed (IFT).
     keep: bool,
-) -> Offer<Record> {
-    // The framing checks passed (lengths, VTag, CRCs, markers); now DDP's
-    // own fields (DV, STag, TO, QN, MSN, MO). A failure is no error here:
-    // the PDU waits for the in-order path, which reports it.
-    let mut header = [0u8; UNTAGGED_HEADER_LEN];
-    let hl = pdu.ddp_header(&mut header).len();
-    let Some(target) = qp.early_target(&header[..hl], pdu.ulpdu_len) else {
-        return Offer::Kept;
-    };
-    let (buffer, s, e) = (
-        target.buffer().id(),
-        target.offset(),
-        target.offset() + target.len(),
-    );
+    /// The in-order point: records before it no longer count.
+    since: u64,
+}
+
+impl Early<'_> {
+    /// Offers a whole, checked PDU found ahead of the in-order point to
+    /// DDP: if DDP can tell where its payload goes, it is placed there now.
     //= draft-williams-iwarp-ift-01#8
-    //# 8.2 Overwrite checks Before speculative placement is done, the RDDP implementation MUST
-    //# insure that no previously placed data is overwritten.
-    if keep && overlaps.meets(buffer, s, e) {
-        return Offer::Kept;
-    }
-    overlaps.later_writes(buffer, s, e, Some(pdu.start), skips);
-    let placed = target.write_with(0, target.len(), |dst| {
-        let mut at = 0;
-        let mut skip = hl;
-        for piece in pdu.ulpdu() {
-            let n = skip.min(piece.len());
-            skip -= n;
-            let piece = &piece[n..];
-            copy_around(&mut dst[at..at + piece.len()], piece, at, skips);
-            at += piece.len();
+    //# The subset of these which exists SHOULD all be checked, and any field containing an
+    //# invalid value disqualifies the PDU for speculative placement.
+    //= draft-williams-iwarp-ift-01#8
+    //# If the confirmation fails, speculative placement MUST NOT be done.
+    //= draft-williams-iwarp-ift-01#8
+    //# If the PDU identified appears to be in error, the error MUST NOT be reported
+    //# speculatively.
+    fn place(&mut self, pdu: &Pdu<'_>) -> Offer<Record> {
+        // The framing checks passed (lengths, VTag, CRCs, markers); now
+        // DDP's own fields (DV, STag, TO, QN, MSN, MO). A failure is no
+        // error here: the PDU waits for the in-order path, which reports it.
+        let mut header = [0u8; UNTAGGED_HEADER_LEN];
+        let hl = pdu.ddp_header(&mut header).len();
+        let Some(target) = self.qp.early_target(&header[..hl], pdu.ulpdu_len) else {
+            return Offer::Kept;
+        };
+        let (buffer, s, e) = (
+            target.buffer().id(),
+            target.offset(),
+            target.offset() + target.len(),
+        );
+        //= draft-williams-iwarp-ift-01#8
+        //# 8.2 Overwrite checks Before speculative placement is done, the RDDP implementation MUST
+        //# insure that no previously placed data is overwritten.
+        if self.keep && self.overlaps.meets(buffer, s, e, self.since) {
+            return Offer::Kept;
         }
-    });
-    if placed.is_err() {
-        return Offer::Kept;
+        self.overlaps.place(buffer, s, e, pdu.start, self.skips);
+        let skips = &*self.skips;
+        let placed = target.write_with(0, target.len(), |dst| {
+            let mut at = 0;
+            let mut skip = hl;
+            for piece in pdu.ulpdu() {
+                let n = skip.min(piece.len());
+                skip -= n;
+                let piece = &piece[n..];
+                copy_around(&mut dst[at..at + piece.len()], piece, at, skips);
+                at += piece.len();
+            }
+        });
+        if placed.is_err() {
+            self.overlaps.forget(buffer, s, e, pdu.start);
+            return Offer::Kept;
+        }
+        *self.live += 1;
+        self.stats.early_pdus += 1;
+        self.stats.early_octets += pdu.octets.len() as u64;
+        self.stats.early_payload += target.len() as u64;
+        Offer::Placed(Record {
+            ulpdu_len: pdu.ulpdu_len,
+            header,
+            header_len: hl as u8,
+            target,
+        })
     }
-    overlaps.record(buffer, s, e, pdu.start);
-    stats.early_pdus += 1;
-    stats.early_octets += pdu.octets.len() as u64;
-    stats.early_payload += target.len() as u64;
-    Offer::Placed(Record {
-        ulpdu_len: pdu.ulpdu_len,
-        header,
-        header_len: hl as u8,
-        target,
-    })
 }
 
 /// Copies `src` into `dst`, which sits at offset `at` of the placement,
@@ -437,7 +454,10 @@ fn copy_around(dst: &mut [u8], src: &[u8], at: usize, skips: &[(usize, usize)]) 
 /// the stream have written.
 struct InOrder<'a> {
     qp: &'a mut QueuePair,
-    overlaps: &'a Overlaps,
+    /// What PDUs placed ahead wrote, while one awaits delivery.
+    overlaps: Option<&'a Overlaps>,
+    /// The in-order point: what PDUs from it on wrote counts.
+    since: u64,
     skips: &'a mut Vec<(usize, usize)>,
     /// DDP header octets of the current ULPDU still to pass
     /// ([`HEADER_UNKNOWN`] before its first octet). It outlives one feed:
@@ -474,8 +494,15 @@ impl InOrder<'_> {
                 return self.qp.ulpdu_data(bytes);
             };
             let n = bytes.len().min(t.len);
-            self.overlaps
-                .later_writes(t.buffer.id(), t.offset, t.offset + n, None, self.skips);
+            if let Some(o) = self.overlaps {
+                o.later_writes(
+                    t.buffer.id(),
+                    t.offset,
+                    t.offset + n,
+                    self.since,
+                    self.skips,
+                );
+            }
             if self.skips.is_empty() {
                 self.qp.ulpdu_data(&bytes[..n])?;
             } else {
@@ -505,7 +532,7 @@ impl UlpduSink for InOrder<'_> {
     }
 
     fn ulpdu_data(&mut self, bytes: &[u8]) -> Result<(), ProtocolError> {
-        if self.overlaps.is_empty() {
+        if self.overlaps.is_none() {
             self.header_part(bytes);
             return self.qp.ulpdu_data(bytes);
         }
@@ -513,7 +540,7 @@ impl UlpduSink for InOrder<'_> {
     }
 
     fn ulpdu_data_vectored(&mut self, pieces: &[&[u8]]) -> Result<(), ProtocolError> {
-        if self.overlaps.is_empty() {
+        if self.overlaps.is_none() {
             if *self.header_left > 0 {
                 for piece in pieces {
                     self.header_part(piece);

@@ -18,7 +18,7 @@
 //! reaches it in time and reports what is wrong with it, as it would
 //! without this path.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::framing::MARKER_LEN;
 
@@ -48,14 +48,17 @@ pub enum Offer<R> {
 pub struct Reorder<F: OooFraming, R> {
     framing: F,
     held: Held<R>,
-    /// PDU starts to try when the octets around them arrive.
-    candidates: BTreeSet<u64>,
+    /// PDU starts to try when the octets around them arrive, each with
+    /// the end of what it waits for: its PDU's end once its length is
+    /// known, else the end of its length fields.
+    candidates: BTreeMap<u64, u64>,
     /// PDUs checked and kept (start to end), so that a duplicate segment
     /// does not check them again.
     kept: BTreeMap<u64, u64>,
     checker: Checker,
     scratch: Vec<u8>,
     new: Vec<(u64, u64)>,
+    tries: Vec<u64>,
     /// The most octets held beyond the in-order point.
     window: u64,
     dropped: u64,
@@ -69,11 +72,12 @@ impl<F: OooFraming, R> Reorder<F, R> {
         Self {
             framing,
             held: Held::new(next, budget),
-            candidates: BTreeSet::new(),
+            candidates: BTreeMap::new(),
             kept: BTreeMap::new(),
             checker: Checker::default(),
             scratch: Vec::new(),
             new: Vec::new(),
+            tries: Vec::new(),
             window: window as u64,
             dropped: 0,
         }
@@ -118,6 +122,13 @@ impl<F: OooFraming, R> Reorder<F, R> {
         p
     }
 
+    /// Takes the piece at the in-order point without moving the point:
+    /// then [`Reorder::advance`] past it, or leave it withdrawn (its
+    /// octets must come again).
+    pub fn take_front(&mut self) -> Option<Piece<R>> {
+        self.held.withdraw_front()
+    }
+
     /// The piece at the in-order point, if one starts there.
     pub fn front(&self) -> Option<&Piece<R>> {
         self.held.front()
@@ -144,7 +155,11 @@ impl<F: OooFraming, R> Reorder<F, R> {
 
     fn prune(&mut self) {
         let next = self.held.next();
-        if self.candidates.first().is_some_and(|&c| c < next) {
+        if self
+            .candidates
+            .first_key_value()
+            .is_some_and(|(&c, _)| c < next)
+        {
             self.candidates = self.candidates.split_off(&next);
         }
         if self.kept.first_key_value().is_some_and(|(&c, _)| c < next) {
@@ -166,47 +181,142 @@ impl<F: OooFraming, R> Reorder<F, R> {
     ) {
         let next = self.held.next();
         let limit = next + self.window;
+        let full_end = start + octets.len() as u64;
+        self.dropped += full_end.saturating_sub(limit.max(start));
+        if !self.framing.may_place_early() {
+            let mut new = std::mem::take(&mut self.new);
+            new.clear();
+            self.dropped += self.held.insert(start, octets, limit, &mut new);
+            self.new = new;
+            return;
+        }
+        // PDUs that lie whole in a segment nothing of which is held yet
+        // (a sender that aligns PDUs with segments makes that the rule)
+        // are checked and offered straight from it: nothing is copied.
+        let (mut start, mut octets) = (start, octets);
+        if start >= next && full_end <= limit && self.held.is_clear(start, full_end) {
+            let placed = self.place_whole(start, octets, segment_start, offer);
+            start += placed as u64;
+            octets = &octets[placed..];
+            if octets.is_empty() {
+                return;
+            }
+        }
         let mut new = std::mem::take(&mut self.new);
         new.clear();
         self.dropped += self.held.insert(start, octets, limit, &mut new);
         let end = (start + octets.len() as u64).min(limit);
-        self.dropped += (start + octets.len() as u64).saturating_sub(limit.max(start));
-        if new.is_empty() || !self.framing.may_place_early() {
+        if new.is_empty() {
             self.new = new;
             return;
         }
         if let Some(s) = segment_start.filter(|&s| s >= next && s < end) {
-            if self.framing.guesses_at_segment_starts() {
+            if s == start && self.framing.guesses_at_segment_starts() {
                 self.add_candidate(s);
             }
         }
         for &(s, e) in &new {
             self.markers_in(s, e);
         }
-        // Candidates whose PDU may have just become whole.
+        // Candidates whose PDU may have just become whole: those that wait
+        // for octets among the new ones.
         let lo = new[0]
             .0
             .saturating_sub(crate::mpa::MAX_FPDU_WIRE_LEN as u64);
         let hi = new[new.len() - 1].1;
-        let mut tries: Vec<u64> = self.candidates.range(lo..hi).copied().collect();
+        let mut tries = std::mem::take(&mut self.tries);
+        tries.clear();
+        tries.extend(
+            self.candidates
+                .range(lo..hi)
+                .filter(|&(_, &wait)| new.iter().any(|&(s, _)| wait > s))
+                .map(|(&c, _)| c),
+        );
         while let Some(c) = tries.pop() {
             if let Some(end) = self.try_candidate(c, offer) {
                 // The lengths chain the PDUs together, into octets held
                 // before as well.
-                if self.candidates.insert(end) {
+                if !self.candidates.contains_key(&end) {
+                    self.add_candidate(end);
                     tries.push(end);
                 }
             }
         }
+        self.tries = tries;
         self.new = new;
         while self.candidates.len() > MAX_CANDIDATES {
             self.candidates.pop_last();
         }
     }
 
+    /// Checks and offers the PDUs at the front of `octets`, a segment at
+    /// `start` none of whose octets is held, as long as each begins where
+    /// a PDU is known or guessed to begin and lies whole in it. Returns
+    /// the octets it took.
+    fn place_whole(
+        &mut self,
+        start: u64,
+        octets: &[u8],
+        segment_start: Option<u64>,
+        offer: &mut dyn FnMut(&Pdu<'_>) -> Offer<R>,
+    ) -> usize {
+        let mut at = 0usize;
+        while at < octets.len() {
+            let pos = start + at as u64;
+            let rest = &octets[at..];
+            let guessed =
+                at == 0 && segment_start == Some(start) && self.framing.guesses_at_segment_starts();
+            let known = guessed
+                || self.marker_in(pos, rest) == Some(pos)
+                || self.candidates.contains_key(&pos);
+            if !known {
+                break;
+            }
+            let Some(len) = self.framing.pdu_len(pos, rest).filter(|&l| l <= rest.len()) else {
+                break;
+            };
+            let mut deframer = self.framing.deframer_at(pos);
+            let Some(pdu) = self.checker.check(&mut deframer, pos, &rest[..len]) else {
+                break;
+            };
+            match offer(&pdu) {
+                Offer::Placed(record) => self.held.insert_done(pos, len as u64, record),
+                Offer::Kept => {
+                    let mut new = std::mem::take(&mut self.new);
+                    new.clear();
+                    self.dropped += self.held.insert(pos, &rest[..len], u64::MAX, &mut new);
+                    self.new = new;
+                    self.kept.insert(pos, pos + len as u64);
+                }
+            }
+            if !guessed {
+                self.candidates.remove(&pos);
+            }
+            at += len;
+        }
+        // Where the last one ended another begins: worth remembering when
+        // what follows is held, or when no segment start is a guess.
+        if at > 0 && (at < octets.len() || !self.framing.guesses_at_segment_starts()) {
+            self.add_candidate(start + at as u64);
+        }
+        at
+    }
+
+    /// Where the first marker among `octets` (at stream offset `pos`)
+    /// says its PDU begins.
+    fn marker_in(&self, pos: u64, octets: &[u8]) -> Option<u64> {
+        let interval = self.framing.markers()?;
+        let m = interval.next_marker_at(pos);
+        let i = usize::try_from(m - pos).ok()?;
+        let bytes: [u8; MARKER_LEN] = octets.get(i..i + MARKER_LEN)?.try_into().ok()?;
+        self.framing.marker_points_to(m, bytes)
+    }
+
     fn add_candidate(&mut self, at: u64) {
         if at >= self.held.next() {
-            self.candidates.insert(at);
+            self.candidates
+                .entry(at)
+                .or_insert(at + LENGTH_PREFIX as u64);
         }
     }
 
@@ -249,7 +359,11 @@ impl<F: OooFraming, R> Reorder<F, R> {
             self.candidates.remove(&at);
             return None;
         }
-        let pdu_octets = self.held.octets_in(at, end, &mut self.scratch)?;
+        let Some(pdu_octets) = self.held.octets_in(at, end, &mut self.scratch) else {
+            // Wait for the rest of it.
+            self.candidates.insert(at, end);
+            return None;
+        };
         // All there: checked now, whatever the outcome.
         self.candidates.remove(&at);
         let mut deframer = self.framing.deframer_at(at);

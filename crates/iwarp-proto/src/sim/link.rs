@@ -27,6 +27,10 @@ pub struct LinkModel {
     pub duplicate: f64,
     /// The largest segment payload (TCP's MSS).
     pub mss: usize,
+    /// The chance that a retransmission timeout sends everything not yet
+    /// acknowledged again, held by the receiver or not, as a sender that
+    /// does not use SACK would; otherwise only the holes are sent again.
+    pub resend_all: f64,
 }
 
 impl LinkModel {
@@ -36,6 +40,7 @@ impl LinkModel {
         reorder: 0,
         duplicate: 0.0,
         mss: 1460,
+        resend_all: 0.0,
     };
 }
 

@@ -116,6 +116,9 @@ pub struct Workload {
     pub bad_op: bool,
     /// Receives the receiver keeps posted.
     pub recv_ahead: usize,
+    /// Octets of the receiver's region that RDMA Writes and Read
+    /// Responses land in, at random offsets: small, they overlap often.
+    pub region: usize,
 }
 
 impl Workload {
@@ -126,6 +129,7 @@ impl Workload {
         max_len: 6000,
         bad_op: false,
         recv_ahead: 8,
+        region: WINDOW_REGION,
     };
 }
 
@@ -177,7 +181,8 @@ pub struct Report {
 /// Octets around each region, checked untouched at the end.
 const GUARD: usize = 64;
 const CANARY: u8 = 0xee;
-/// The receiver's region RDMA Writes and Read Responses land in.
+/// The size of the sender's source region, and of the receiver's region
+/// in [`Workload::SMALL`].
 pub const WINDOW_REGION: usize = 64 << 10;
 /// Receive buffers.
 const RECV_SLOTS: usize = 16;
@@ -273,7 +278,7 @@ impl ReceiverSide {
         let window = Region::new(
             &table,
             pd,
-            WINDOW_REGION,
+            workload.region.max(1),
             Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             1,
         );
@@ -440,7 +445,7 @@ pub fn run(s: &Scenario, record: bool) -> Report {
             Op::Write {
                 len,
                 from,
-                at: rng.below(WINDOW_REGION - len + 1),
+                at: rng.below(b.window.len.saturating_sub(len) + 1),
             }
         };
         let posted = match op {
@@ -464,7 +469,7 @@ pub fn run(s: &Scenario, record: bool) -> Report {
                     0 => (b.read_only.stag, b.read_only.base_to),
                     1 => (
                         b.window.stag,
-                        b.window.base_to + (WINDOW_REGION - len / 2) as u64,
+                        b.window.base_to + (b.window.len - len.min(b.window.len) / 2) as u64,
                     ),
                     2 => (STag(0xdead_be00), 0),
                     _ => {
@@ -481,7 +486,7 @@ pub fn run(s: &Scenario, record: bool) -> Report {
     }
     for i in 0..w.reads {
         let len = rng.below(w.max_len + 1);
-        let at = rng.below(WINDOW_REGION - len + 1);
+        let at = rng.below(b.window.len.saturating_sub(len) + 1);
         let from = rng.below(WINDOW_REGION - len + 1);
         for side in [&mut b, &mut twin] {
             side.qp
@@ -501,6 +506,7 @@ pub fn run(s: &Scenario, record: bool) -> Report {
         mss,
         s.window,
         2 * s.link.reorder as u64 + 4,
+        s.link.resend_all,
         s.seed ^ 0x5e,
     );
     let mut link = Link::new(s.link, s.seed ^ 0x11);
@@ -518,7 +524,11 @@ pub fn run(s: &Scenario, record: bool) -> Report {
     let mut fed = 0u64;
     let mut batch = WireBatch::new();
     let held_limit = s.window + MAX_FPDU_WIRE_LEN;
-    let max_slots = 2000 + 50 * (w.ops + w.reads) as u64 * (1 + s.link.reorder as u64);
+    // Liveness: the stream must move on within this many slots, however
+    // many timeouts in a row the link costs.
+    let stall_limit = 2000 + 64 * (2 * s.link.reorder as u64 + 4);
+    let mut progress = (0u64, 0usize, 0u64);
+    let mut last_progress = 0u64;
     let mismatch = |m: &mut Option<String>, what: String| {
         if m.is_none() {
             *m = Some(what);
@@ -551,7 +561,7 @@ pub fn run(s: &Scenario, record: bool) -> Report {
         for seg in sender.timeout(now) {
             link.send(seg, now);
         }
-        if let Some(seg) = sender.next_segment() {
+        if let Some(seg) = sender.next_segment(now) {
             link.send(seg, now);
         }
         while let Some(seg) = link.arrive(now) {
@@ -614,10 +624,18 @@ pub fn run(s: &Scenario, record: bool) -> Report {
             break;
         }
         now += 1;
-        if now > max_slots {
+        let state = (
+            ooo.in_order_offset(),
+            b.completions.len(),
+            sender.stream().len() as u64,
+        );
+        if state != progress {
+            progress = state;
+            last_progress = now;
+        } else if now - last_progress > stall_limit {
             mismatch(
                 &mut report.mismatch,
-                format!("did not settle in {max_slots} slots"),
+                format!("stalled for {stall_limit} slots at slot {now}"),
             );
             break;
         }
