@@ -8,10 +8,10 @@
 //! beyond the window, or beyond the budget, are dropped, as a TCP receiver
 //! drops what it has no room for, and the sender sends them again.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
-/// What the budget charges for each piece besides its octets: the map
-/// entry and the vector header, roughly.
+/// What the budget charges for each piece besides its octets: its entry
+/// and the vector header, roughly.
 pub const PIECE_OVERHEAD: usize = 64;
 
 /// One held piece of the stream.
@@ -44,12 +44,17 @@ impl<R> Piece<R> {
 }
 
 /// The held pieces of one direction's stream.
+///
+/// Kept in a deque sorted by stream offset: pieces arrive near its end
+/// (segments come roughly in order) and leave from its front (the in-order
+/// point moves on), and a binary search finds any other place.
 #[derive(Debug, Clone)]
 pub struct Held<R> {
     /// Stream offset of the in-order point: everything before it has been
     /// handed to the in-order path.
     next: u64,
-    pieces: BTreeMap<u64, Piece<R>>,
+    /// (start, piece), by start; disjoint.
+    pieces: VecDeque<(u64, Piece<R>)>,
     /// Octets held in [`Piece::Octets`].
     octets: usize,
     /// Stream octets covered by all pieces: what an in-order reassembly
@@ -64,7 +69,7 @@ impl<R> Held<R> {
     pub fn new(next: u64, budget: usize) -> Self {
         Self {
             next,
-            pieces: BTreeMap::new(),
+            pieces: VecDeque::new(),
             octets: 0,
             covered: 0,
             budget,
@@ -98,11 +103,29 @@ impl<R> Held<R> {
 
     /// Where the first held piece starts.
     pub fn first_start(&self) -> Option<u64> {
-        self.pieces.keys().next().copied()
+        self.pieces.front().map(|&(s, _)| s)
     }
 
     fn charge(&self) -> usize {
         self.octets + self.pieces.len() * PIECE_OVERHEAD
+    }
+
+    /// The index of the first piece that starts at or after `at`.
+    fn first_from(&self, at: u64) -> usize {
+        self.pieces.partition_point(|&(s, _)| s < at)
+    }
+
+    /// The index of the last piece that starts at or before `at`.
+    fn last_upto(&self, at: u64) -> Option<usize> {
+        self.pieces
+            .partition_point(|&(s, _)| s <= at)
+            .checked_sub(1)
+    }
+
+    /// The piece that holds stream offset `at`, if one does.
+    fn holding(&self, at: u64) -> Option<usize> {
+        self.last_upto(at)
+            .filter(|&i| self.pieces[i].0 + self.pieces[i].1.len() > at)
     }
 
     /// Octets handed to the in-order path straight from a segment: the
@@ -128,32 +151,35 @@ impl<R> Held<R> {
         if at >= end {
             return 0;
         }
-        if let Some((&s, p)) = self.pieces.range(..=at).next_back() {
-            at = at.max(s + p.len());
+        if let Some(i) = self.holding(at) {
+            at = self.pieces[i].0 + self.pieces[i].1.len();
         }
         let first_new = new.len();
+        let mut i = self.first_from(at);
         while at < end {
-            let gap_end = self.pieces.range(at..end).next().map_or(end, |(&s, _)| s);
+            let gap_end = self.pieces.get(i).map_or(end, |&(s, _)| s.min(end));
             if gap_end > at {
                 new.push((at, gap_end));
             }
-            at = match self.pieces.get(&gap_end) {
-                Some(p) => gap_end + p.len(),
-                None => end,
-            };
+            match self.pieces.get(i) {
+                Some((s, p)) if *s < end => at = at.max(s + p.len()),
+                _ => at = end,
+            }
+            i += 1;
         }
         let mut dropped = 0;
         let mut kept = first_new;
-        for i in first_new..new.len() {
-            let (s, e) = new[i];
+        for k in first_new..new.len() {
+            let (s, e) = new[k];
             let n = (e - s) as usize;
             if self.charge() + n + PIECE_OVERHEAD > self.budget {
                 dropped += n as u64;
                 continue;
             }
             let from = (s - start) as usize;
+            let at = self.first_from(s);
             self.pieces
-                .insert(s, Piece::Octets(bytes[from..from + n].to_vec()));
+                .insert(at, (s, Piece::Octets(bytes[from..from + n].to_vec())));
             self.octets += n;
             self.covered += n as u64;
             new[kept] = (s, e);
@@ -171,19 +197,18 @@ impl<R> Held<R> {
             return;
         }
         self.next = to;
-        while let Some(entry) = self.pieces.first_entry() {
-            let start = *entry.key();
-            if start >= to {
+        while self.pieces.front().is_some_and(|&(s, _)| s < to) {
+            let Some((start, piece)) = self.pieces.pop_front() else {
                 break;
-            }
-            let piece = entry.remove();
+            };
             self.forget(&piece);
             if let Piece::Octets(mut v) = piece {
                 if start + v.len() as u64 > to {
                     let tail = v.split_off((to - start) as usize);
                     self.octets += tail.len();
                     self.covered += tail.len() as u64;
-                    self.pieces.insert(to, Piece::Octets(tail));
+                    self.pieces.push_front((to, Piece::Octets(tail)));
+                    break;
                 }
             }
         }
@@ -191,35 +216,39 @@ impl<R> Held<R> {
 
     /// Whether a placed PDU's record starts at `at`.
     pub fn done_at(&self, at: u64) -> bool {
-        matches!(self.pieces.get(&at), Some(Piece::Done { .. }))
+        self.last_upto(at).is_some_and(|i| {
+            self.pieces[i].0 == at && matches!(self.pieces[i].1, Piece::Done { .. })
+        })
     }
 
     /// Whether nothing held meets `start..end`.
     pub fn is_clear(&self, start: u64, end: u64) -> bool {
         // Pieces are disjoint: the last one that starts before `end` is
         // the only one that can reach into `start..end` from the left.
-        self.pieces
-            .range(..end)
-            .next_back()
-            .is_none_or(|(&s, p)| s + p.len() <= start)
+        self.first_from(end)
+            .checked_sub(1)
+            .is_none_or(|i| self.pieces[i].0 + self.pieces[i].1.len() <= start)
     }
 
     /// Holds the record of a PDU of `len` stream octets at `start` whose
     /// octets were never held (see [`Held::is_clear`]).
     pub fn insert_done(&mut self, start: u64, len: u64, record: R) {
         self.covered += len;
-        self.pieces.insert(start, Piece::Done { len, record });
+        let at = self.first_from(start);
+        self.pieces.insert(at, (start, Piece::Done { len, record }));
     }
 
     /// The piece at the in-order point, if one starts there.
     pub fn front(&self) -> Option<&Piece<R>> {
-        self.pieces.get(&self.next)
+        self.pieces
+            .front()
+            .filter(|&&(s, _)| s == self.next)
+            .map(|(_, p)| p)
     }
 
     /// Takes the piece at the in-order point and moves the point past it.
     pub fn pop_front(&mut self) -> Option<Piece<R>> {
-        let piece = self.pieces.remove(&self.next)?;
-        self.forget(&piece);
+        let piece = self.withdraw_front()?;
         self.next += piece.len();
         Some(piece)
     }
@@ -227,11 +256,10 @@ impl<R> Held<R> {
     /// Removes the piece at the in-order point without moving the point:
     /// its octets must come again (or [`Held::advance`] moves past them).
     pub fn withdraw_front(&mut self) -> Option<Piece<R>> {
-        let entry = self.pieces.first_entry()?;
-        if *entry.key() != self.next {
+        if self.pieces.front()?.0 != self.next {
             return None;
         }
-        let piece = entry.remove();
+        let (_, piece) = self.pieces.pop_front()?;
         self.forget(&piece);
         Some(piece)
     }
@@ -254,22 +282,25 @@ impl<R> Held<R> {
         if start < self.next || end < start {
             return None;
         }
-        let (&s, p) = self.pieces.range(..=start).next_back()?;
-        let Piece::Octets(v) = p else { return None };
+        let mut i = self.holding(start)?;
+        let (s, Piece::Octets(v)) = &self.pieces[i] else {
+            return None;
+        };
         let pe = s + v.len() as u64;
         if pe >= end {
             return Some(&v[(start - s) as usize..(end - s) as usize]);
-        }
-        if pe <= start {
-            return None;
         }
         scratch.clear();
         scratch.extend_from_slice(&v[(start - s) as usize..]);
         let mut at = pe;
         while at < end {
-            let Some(Piece::Octets(v)) = self.pieces.get(&at) else {
+            i += 1;
+            let Some((s, Piece::Octets(v))) = self.pieces.get(i) else {
                 return None;
             };
+            if *s != at {
+                return None;
+            }
             let n = v.len().min((end - at) as usize);
             scratch.extend_from_slice(&v[..n]);
             at += n as u64;
@@ -277,17 +308,22 @@ impl<R> Held<R> {
         Some(scratch)
     }
 
-    /// Up to `max` octets from `start` on, as far as they are held
+    /// Up to `out.len()` octets from `start` on, as far as they are held
     /// unplaced and contiguous, copied into `out`; returns how many.
     pub fn prefix(&self, start: u64, out: &mut [u8]) -> usize {
+        if start < self.next {
+            return 0;
+        }
+        let Some(mut i) = self.holding(start) else {
+            return 0;
+        };
         let mut got = 0;
         let mut at = start;
         while got < out.len() {
-            let Some((&s, Piece::Octets(v))) = self.pieces.range(..=at).next_back() else {
+            let Some((s, Piece::Octets(v))) = self.pieces.get(i) else {
                 break;
             };
-            let pe = s + v.len() as u64;
-            if pe <= at || at < self.next {
+            if *s > at {
                 break;
             }
             let from = (at - s) as usize;
@@ -295,57 +331,61 @@ impl<R> Held<R> {
             out[got..got + n].copy_from_slice(&v[from..from + n]);
             got += n;
             at += n as u64;
+            i += 1;
         }
         got
     }
 
     /// Whether a placed PDU's record covers any of `start..end`.
     pub fn any_done_in(&self, start: u64, end: u64) -> bool {
-        if let Some((&s, p)) = self.pieces.range(..start).next_back() {
-            if matches!(p, Piece::Done { .. }) && s + p.len() > start {
-                return true;
-            }
-        }
+        let from = self
+            .holding(start)
+            .unwrap_or_else(|| self.first_from(start));
         self.pieces
-            .range(start..end)
+            .range(from..)
+            .take_while(|&&(s, _)| s < end)
             .any(|(_, p)| matches!(p, Piece::Done { .. }))
     }
 
     /// Replaces the held octets `start..end` (all held unplaced, see
     /// [`Held::octets_in`]) by the record of the PDU they made up.
     pub fn mark_done(&mut self, start: u64, end: u64, record: R) {
+        let Some(mut i) = self.holding(start) else {
+            return;
+        };
         // The piece holding `start`, cut short there.
-        if let Some((&s, Piece::Octets(v))) = self.pieces.range_mut(..start).next_back() {
-            let pe = s + v.len() as u64;
-            if pe > start {
-                let tail = v.split_off((start - s) as usize);
-                self.pieces.insert(start, Piece::Octets(tail));
-            }
+        if self.pieces[i].0 < start {
+            let (s, piece) = &mut self.pieces[i];
+            let Piece::Octets(v) = piece else { return };
+            let tail = v.split_off((start - *s) as usize);
+            i += 1;
+            self.pieces.insert(i, (start, Piece::Octets(tail)));
         }
         let mut at = start;
-        while at < end {
-            let Some(piece) = self.pieces.remove(&at) else {
-                break;
-            };
-            let len = piece.len();
-            let Piece::Octets(mut v) = piece else {
+        while at < end && i < self.pieces.len() && self.pieces[i].0 == at {
+            let Some((_, Piece::Octets(_))) = self.pieces.get(i) else {
                 // Not reached: the caller checked these octets are held.
-                self.pieces.insert(at, piece);
                 break;
             };
-            if at + len > end {
+            let Some((_, Piece::Octets(mut v))) = self.pieces.remove(i) else {
+                break;
+            };
+            if at + v.len() as u64 > end {
                 let tail = v.split_off((end - at) as usize);
-                self.pieces.insert(end, Piece::Octets(tail));
+                self.pieces.insert(i, (end, Piece::Octets(tail)));
             }
             self.octets -= v.len();
             at += v.len() as u64;
         }
         self.pieces.insert(
-            start,
-            Piece::Done {
-                len: end - start,
-                record,
-            },
+            i,
+            (
+                start,
+                Piece::Done {
+                    len: end - start,
+                    record,
+                },
+            ),
         );
     }
 
@@ -354,16 +394,16 @@ impl<R> Held<R> {
     pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let mut it = self.pieces.iter().peekable();
         std::iter::from_fn(move || {
-            let (&s, p) = it.next()?;
+            let (s, p) = it.next()?;
             let mut e = s + p.len();
-            while let Some((&ns, np)) = it.peek() {
-                if ns != e {
+            while let Some((ns, np)) = it.peek() {
+                if *ns != e {
                     break;
                 }
                 e += np.len();
                 it.next();
             }
-            Some((s, e))
+            Some((*s, e))
         })
     }
 }
@@ -454,5 +494,96 @@ mod tests {
         }
         assert!(h.octets() + h.pieces() * PIECE_OVERHEAD <= 3 * PIECE_OVERHEAD + 10);
         assert_eq!(dropped, 20 - h.octets() as u64);
+    }
+
+    /// Against a model that keeps, per stream offset, whether its octet is
+    /// held, placed, or not there.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Slot {
+        Missing,
+        Held,
+        /// Part of the placed PDU that starts there.
+        Done(u64),
+    }
+
+    fn octet(at: u64) -> u8 {
+        (at * 7 % 251) as u8
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn agrees_with_a_per_octet_model(
+            ops in proptest::collection::vec((0u8..4, 0u64..300, 1u64..60), 1..60),
+        ) {
+            let base = 100u64;
+            let mut h: Held<u64> = Held::new(base, 1 << 20);
+            let mut model = vec![Slot::Missing; 500];
+            let mut next = base;
+            let mut new = Vec::new();
+            for (op, a, n) in ops {
+                let start = base + a;
+                match op {
+                    0 | 1 => {
+                        let bytes: Vec<u8> = (start..start + n).map(octet).collect();
+                        new.clear();
+                        h.insert(start, &bytes, 1000, &mut new);
+                        for at in start.max(next)..start + n {
+                            if model[at as usize] == Slot::Missing {
+                                model[at as usize] = Slot::Held;
+                            }
+                        }
+                    }
+                    2 => {
+                        // Place a run held whole, as a PDU.
+                        let end = start + n;
+                        let all_held = start >= next
+                            && (start..end).all(|x| model[x as usize] == Slot::Held);
+                        let mut scratch = Vec::new();
+                        let got = h.octets_in(start, end, &mut scratch).map(<[u8]>::to_vec);
+                        proptest::prop_assert_eq!(got.is_some(), all_held);
+                        if let Some(v) = got {
+                            let want: Vec<u8> = (start..end).map(octet).collect();
+                            proptest::prop_assert_eq!(v, want);
+                            h.mark_done(start, end, start);
+                            for x in start..end {
+                                model[x as usize] = Slot::Done(start);
+                            }
+                        }
+                    }
+                    _ => {
+                        let to = start.min(base + 400);
+                        h.skip_to(to);
+                        next = next.max(to);
+                        // A placed PDU that begins before goes whole.
+                        for m in &mut model {
+                            if matches!(*m, Slot::Done(s) if s < next) {
+                                *m = Slot::Missing;
+                            }
+                        }
+                        for m in &mut model[..next as usize] {
+                            *m = Slot::Missing;
+                        }
+                    }
+                }
+                // Every view agrees with the model.
+                let held = model.iter().filter(|&&m| m == Slot::Held).count();
+                let covered = model.iter().filter(|&&m| m != Slot::Missing).count();
+                proptest::prop_assert_eq!(h.octets(), held);
+                proptest::prop_assert_eq!(h.covered(), covered as u64);
+                let mut from_ranges = vec![false; 500];
+                for (s, e) in h.ranges() {
+                    from_ranges[s as usize..e as usize].iter_mut().for_each(|x| *x = true);
+                }
+                for (x, m) in model.iter().enumerate() {
+                    proptest::prop_assert_eq!(from_ranges[x], *m != Slot::Missing, "octet {}", x);
+                    let mut one = [0u8];
+                    let got = h.prefix(x as u64, &mut one);
+                    proptest::prop_assert_eq!(got == 1, *m == Slot::Held && x as u64 >= next);
+                    if got == 1 {
+                        proptest::prop_assert_eq!(one[0], octet(x as u64));
+                    }
+                }
+            }
+        }
     }
 }

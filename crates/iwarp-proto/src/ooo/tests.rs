@@ -466,3 +466,39 @@ fn octets_beyond_the_window_are_dropped_and_received_again() {
     let (end, reference) = same_as_in_order(framing, &stream, end, None);
     assert_eq!(end.win.to_vec(), reference.win.to_vec());
 }
+
+#[test]
+fn a_write_placed_ahead_into_an_stag_invalidated_before_it_fails_as_in_order() {
+    let (mut framer, framing) = mpa(true, true);
+    let end0 = End::new();
+    let stag = end0.win_stag;
+    let (h, n) = SegmentHeader::Untagged(UntaggedHeader {
+        last: true,
+        rsvd_ulp: Opcode::SendInvalidate.control(),
+        rsvd_ulp_word: stag.0,
+        qn: 0,
+        msn: 1,
+        mo: 0,
+    })
+    .to_bytes();
+    let send_invalidate = [&h[..n], b"bye"].concat();
+    let mut stream = Vec::new();
+    let starts = frame(
+        &mut framer,
+        &[
+            send_invalidate,
+            tagged(Opcode::RdmaWrite, stag, 0, &[6; 500]),
+        ],
+        &mut stream,
+    );
+    let n = stream.len();
+    let mut end = end0;
+    let mut rx = receiver(framing);
+    // The Write arrives first, while its STag is still valid: placed.
+    assert_eq!(feed(&mut rx, &mut end, &stream, &[(starts[1], n)]), None);
+    assert_eq!(rx.stats().early_pdus, 1);
+    // In order, the Send invalidates it first: the Write is refused.
+    let error = feed(&mut rx, &mut end, &stream, &[(0, starts[1])]);
+    assert!(matches!(error, Some(FeedError::Sink(_))), "{error:?}");
+    same_as_in_order(framing, &stream, end, error);
+}

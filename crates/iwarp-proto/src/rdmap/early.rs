@@ -29,7 +29,7 @@
 
 use crate::ddp::{SegmentHeader, UntaggedHeader};
 use crate::framing::UlpduSink;
-use crate::memory::{AccessViolation, RegionSlice};
+use crate::memory::RegionSlice;
 
 use super::error::ProtocolError;
 use super::opcode::{Opcode, QN_SEND};
@@ -117,16 +117,8 @@ impl QueuePair {
         self.ulpdu_data(header)?;
         let mut left = ulpdu_len.saturating_sub(header.len());
         if left > 0 {
-            match self.placement_target() {
-                Some(t)
-                    if t.buffer.ptr_eq(placed.buffer())
-                        && t.offset == placed.offset()
-                        && t.len == left =>
-                {
-                    left -= self.place_direct(left, |_| left);
-                }
-                Some(_) => self.placement_failed(AccessViolation::InvalidStag),
-                None => {}
+            if self.count_placed(placed) == Some(true) {
+                left = 0;
             }
             // A segment the in-order checks refused: its payload counts
             // towards its length and goes nowhere, as in order.

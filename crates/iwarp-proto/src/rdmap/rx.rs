@@ -596,6 +596,27 @@ impl QueuePair {
         }
     }
 
+    /// Counts the whole payload of the current segment as received, placed
+    /// already into `placed` ahead of delivery, if `placed` is exactly
+    /// where the segment's checks put it and its STag is still valid:
+    /// [`QueuePair::place_direct`] without writing the octets again.
+    /// `None` when the checks put it nowhere (the segment is refused);
+    /// `Some(false)` when they put it elsewhere or the STag went invalid
+    /// (the segment then fails, as placement into an invalid STag does).
+    pub(super) fn count_placed(&mut self, placed: &RegionSlice) -> Option<bool> {
+        let (Phase::Payload, Target::Region { slice, at }) = (&self.rx.phase, &mut self.rx.target)
+        else {
+            return None;
+        };
+        if *at != 0 || !slice.same_as(placed) || !slice.is_valid() {
+            self.placement_failed(AccessViolation::InvalidStag);
+            return Some(false);
+        }
+        *at = slice.len();
+        self.rx.consumed += slice.len();
+        Some(true)
+    }
+
     /// The region was invalidated in the middle of the segment.
     //= rfc5041#7.1
     //# If the DDP layer detects any of the receive errors listed in this section, it MUST cease
