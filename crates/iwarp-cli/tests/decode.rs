@@ -627,28 +627,39 @@ fn without_a_startup_only_named_ports_are_decoded() {
     assert_eq!(summary(&r)["errors"]["crc"], 0);
 }
 
-#[test]
-fn ift_indications_and_a_frame() {
+/// Two IFT indications (VTags 0x1111 and 0x2222) on port `port`, and the
+/// client's transmitter: its frames carry the server's VTag, both CRCs.
+fn ift_session(port: u16) -> (Tcp, iwarp_proto::ift::IftTransmitter) {
     use iwarp_proto::ift::{IftConfig, IftTransmitter, Phase, TxParams};
     let a = IftConfig::new(0x1111);
     let b = IftConfig::new(0x2222);
-    let mut t = Tcp::new(40009, 4791);
+    let mut t = Tcp::new(port, 4791);
     t.handshake();
     t.send(C2S, &a.indication(Phase::Zero).to_bytes());
     t.send(S2C, &b.indication(Phase::One).to_bytes());
-    // A's frames carry B's VTag, both CRCs.
-    let mut tx = IftTransmitter::new(TxParams {
+    let tx = IftTransmitter::new(TxParams {
         header_crc: true,
         payload_crc: true,
         markers: None,
         vtag: 0x2222,
     });
-    let send = untagged(true, 3, 0, 0, 1, 0, b"over IFT");
+    (t, tx)
+}
+
+/// The IFT frame carrying `send` (an untagged ULPDU).
+fn ift_frame(tx: &mut iwarp_proto::ift::IftTransmitter, send: &[u8]) -> Vec<u8> {
     let mut batch = WireBatch::new();
     tx.frame(&send[..18], &[&send[18..]], &mut batch)
         .expect("ift frame");
     let mut wire = Vec::new();
     batch.write_to(&[&send[18..]], &mut wire);
+    wire
+}
+
+#[test]
+fn ift_indications_and_a_frame() {
+    let (mut t, mut tx) = ift_session(40009);
+    let wire = ift_frame(&mut tx, &untagged(true, 3, 0, 0, 1, 0, b"over IFT"));
     t.send_split(C2S, &wire, &[3, 10]);
     let r = decode_json("ift.pcap", &t.pcap(), &[]);
     let ind = of_type(&r, "ift_indication");
@@ -967,29 +978,9 @@ fn placement_view_and_an_ift_hole_crossed() {
         "placement view: 2 PDUs found ahead of a hole, 2 placeable (400 octets of payload)"
     ));
 
-    use iwarp_proto::ift::{IftConfig, IftTransmitter, Phase, TxParams};
-    let a = IftConfig::new(0x1111);
-    let b = IftConfig::new(0x2222);
-    let mut t = Tcp::new(40031, 4791);
-    t.handshake();
-    t.send(C2S, &a.indication(Phase::Zero).to_bytes());
-    t.send(S2C, &b.indication(Phase::One).to_bytes());
-    let mut tx = IftTransmitter::new(TxParams {
-        header_crc: true,
-        payload_crc: true,
-        markers: None,
-        vtag: 0x2222,
-    });
+    let (mut t, mut tx) = ift_session(40031);
     let frames: Vec<Vec<u8>> = (1..=4u32)
-        .map(|m| {
-            let send = untagged(true, 3, 0, 0, m, 0, &[m as u8; 100]);
-            let mut batch = WireBatch::new();
-            tx.frame(&send[..18], &[&send[18..]], &mut batch)
-                .expect("ift frame");
-            let mut wire = Vec::new();
-            batch.write_to(&[&send[18..]], &mut wire);
-            wire
-        })
+        .map(|m| ift_frame(&mut tx, &untagged(true, 3, 0, 0, m, 0, &[m as u8; 100])))
         .collect();
     t.send(C2S, &frames[0]);
     t.lose(C2S, frames[1].len() as u32);

@@ -5,7 +5,7 @@
 
 use iwarp_decode::event::{Event, GapAction, ResyncMethod};
 use iwarp_decode::synth::{read_request, tagged, untagged, Framer, Tcp, C2S, S2C};
-use iwarp_decode::{CaptureReader, Decoder, Options, Record, Summary};
+use iwarp_decode::{Options, Record, Summary};
 
 /// rping's Request (IRD 1, ORD 1), and Replies with CRC, the second also
 /// asking for markers in what the server receives.
@@ -14,15 +14,17 @@ const REPLY_CRC: &[u8] = b"MPA ID Rep Frame\x50\x02\x00\x04\x00\x01\x00\x01";
 const REPLY_CRC_MARKERS: &[u8] = b"MPA ID Rep Frame\xd0\x02\x00\x04\x00\x01\x00\x01";
 
 fn decode(t: &Tcp) -> (Vec<Record>, Summary) {
-    let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(t.pcap()))).expect("pcap");
-    let mut d = Decoder::new(Options::default());
-    let mut records = Vec::new();
-    while let Some(frame) = reader.next_frame() {
-        records.extend(d.frame(&frame.expect("frame")));
-    }
-    let (rest, summary) = d.finish();
-    records.extend(rest);
-    (records, summary)
+    t.decode(Options::default())
+}
+
+/// The offsets of the PDUs decoded in order.
+fn pdu_offsets(r: &[Record]) -> Vec<u64> {
+    r.iter()
+        .filter_map(|r| match &r.event {
+            Event::Pdu(p) => Some(p.offset),
+            _ => None,
+        })
+        .collect()
 }
 
 fn send(msn: u32, payload: &[u8]) -> Vec<u8> {
@@ -102,14 +104,8 @@ fn segments_beyond_a_hole_show_what_could_be_placed() {
             "markers {markers}"
         );
         // Then, in order, all five, with no error.
-        let pdus: Vec<u64> = r
-            .iter()
-            .filter_map(|r| match &r.event {
-                Event::Pdu(p) => Some(p.offset),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(pdus, at.iter().map(|&a| u64::from(a)).collect::<Vec<_>>());
+        let all: Vec<u64> = at.iter().map(|&a| u64::from(a)).collect();
+        assert_eq!(pdu_offsets(&r), all);
         let d = &summary.connections[0].directions[0];
         assert_eq!((d.ahead, d.placeable, d.errors), (3, 2, 0));
         assert_eq!(d.placeable_octets, 300 + 40);
@@ -149,14 +145,7 @@ fn a_hole_lost_from_the_capture_is_crossed_at_the_pdu_found_after_it() {
     assert_eq!(resync.method, ResyncMethod::Ahead);
     let third = (f[0].len() + f[1].len()) as u64;
     assert_eq!(resync.offset, third);
-    let pdus: Vec<u64> = r
-        .iter()
-        .filter_map(|r| match &r.event {
-            Event::Pdu(p) => Some(p.offset),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(pdus, [0, third, third + f[2].len() as u64]);
+    assert_eq!(pdu_offsets(&r), [0, third, third + f[2].len() as u64]);
 }
 
 #[test]
