@@ -117,6 +117,17 @@ impl Overlaps {
         if start >= end {
             return;
         }
+        // Ranges are disjoint: when the last one that starts before `end`
+        // ends by `start`, none meets `start..end` (the common case).
+        let clear = self
+            .ranges
+            .range(..(buffer, end))
+            .next_back()
+            .is_none_or(|(&(b, _), w)| b != buffer || w.end <= start);
+        if clear {
+            self.put(buffer, start, end, pos);
+            return;
+        }
         let mut old = std::mem::take(&mut self.scratch);
         old.clear();
         old.extend(self.meeting(buffer, start, end));
