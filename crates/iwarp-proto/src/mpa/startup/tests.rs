@@ -1049,7 +1049,9 @@ fn rejections_and_failures_are_not_held() {
         ..holding(hold)
     };
     let (mut i, _) = initiator(strict, b"", now);
-    let e = i.handle_input(&reply("5002 0004 0010 0010"), now).unwrap_err();
+    let e = i
+        .handle_input(&reply("5002 0004 0010 0010"), now)
+        .unwrap_err();
     assert_eq!(e.llp_error_code(), LlpErrorCode::InsufficientIrd);
     assert_eq!(i.state(), State::Failed);
     assert!(i.poll_transmit().is_some());
