@@ -1,14 +1,18 @@
 //! The `iwarp` command line tool as a library: each subcommand is a module, so that the
 //! binary stays a thin argument dispatcher and the pieces can be tested directly.
 //!
+//! * [`cmatose`]: rdma_cm's Send/Receive test, wire-compatible with rdma-core's `ucmatose`.
 //! * [`perf`]: perftest-style bandwidth and latency tests, iWARP and a plain-TCP baseline.
 //! * [`ping`]: the rping connectivity test, wire-compatible with rdma-core's `rping`.
 //! * [`decode`]: a capture decoder, pcap or pcapng in, MPA/IFT, DDP and RDMAP out.
 //! * [`soak`]: a soak test, many connections of mixed traffic with every octet checked.
+//! * [`startup_args`]: the MPA startup options the interoperability tools share.
 
 #![forbid(unsafe_code)]
 
+pub mod cmatose;
 pub mod decode;
 pub mod perf;
 pub mod ping;
 pub mod soak;
+pub mod startup_args;

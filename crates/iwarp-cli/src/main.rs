@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use iwarp_cli::cmatose::{self, args::CmatoseArgs};
 use iwarp_cli::decode::{self, args::DecodeArgs};
 use iwarp_cli::perf::{self, args::PerfArgs};
 use iwarp_cli::ping::{self, args::PingArgs};
@@ -30,6 +31,9 @@ enum Command {
     /// Decode a pcap or pcapng capture of iWARP traffic: MPA startup frames (or IFT
     /// indications), FPDUs with CRC and markers, DDP and RDMAP, like tshark.
     Decode(DecodeArgs),
+    /// rdma_cm's Send/Receive test, wire-compatible with rdma-core's ucmatose in both roles:
+    /// a server by default, a client with -s HOST.
+    Cmatose(CmatoseArgs),
     /// A soak test: many connections of mixed Send, RDMA Write and RDMA Read traffic for a
     /// while, every octet checked; a summary with the errors (0 for a good run).
     Soak(SoakArgs),
@@ -60,6 +64,11 @@ fn main() -> ExitCode {
             return code;
         }
         Command::Decode(args) => return decode::run(args),
+        Command::Cmatose(args) => {
+            let code = runtime.block_on(cmatose::main(args));
+            runtime.shutdown_background();
+            return code;
+        }
         Command::Soak(args) => {
             let code = runtime.block_on(soak::main(args));
             runtime.shutdown_background();

@@ -19,16 +19,18 @@
 //! Reply) drives our client through two pings, and our client's MPA Request must be
 //! rping's own, octet for octet.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use iwarp_proto::framing::crc::crc32c;
 
-const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
+mod common;
+
+use common::{Server, BIN};
+
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// The MPA Request rping over siw sends (siw-observed.md, "siw as initiator").
@@ -68,100 +70,11 @@ fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(b[..8].try_into().expect("8 octets"))
 }
 
-/// A running `iwarp ping --server`; killed when dropped.
-struct Server {
-    child: Option<Child>,
-    addr: SocketAddr,
-    stdout: Option<thread::JoinHandle<String>>,
-    stderr: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["ping", "--server", "-a", "127.0.0.1", "-p", "0", "-v", "-d"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn iwarp");
-        let mut out = child.stdout.take().expect("stdout");
-        let stdout = thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
-        let err = child.stderr.take().expect("stderr");
-        let (tx, stderr) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = Self {
-            child: Some(child),
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            stdout: Some(stdout),
-            stderr,
-            seen: Vec::new(),
-        };
-        let deadline = Instant::now() + LIMIT;
-        let line = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = server
-                .stderr
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("server did not start: {:?}", server.seen));
-            server.seen.push(line.clone());
-            if line.contains("listening on ") {
-                break line;
-            }
-        };
-        server.addr = line
-            .rsplit(' ')
-            .next()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no address in `{line}`"));
-        server
-    }
-
-    /// Waits for the server to exit by itself; returns its status, stdout and stderr.
-    fn finish(mut self) -> (ExitStatus, String, String) {
-        let mut child = self.child.take().expect("running");
-        let deadline = Instant::now() + LIMIT;
-        let status = loop {
-            if let Some(s) = child.try_wait().expect("try_wait") {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the server did not exit: {:?}", self.seen);
-            }
-            thread::sleep(Duration::from_millis(10));
-        };
-        let stdout = self
-            .stdout
-            .take()
-            .map(|h| h.join().expect("stdout"))
-            .unwrap_or_default();
-        self.seen.extend(self.stderr.try_iter());
-        (status, stdout, self.seen.join("\n"))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// A running `iwarp ping --server -v -d ARGS` on an ephemeral loopback port.
+fn start_server(args: &[&str]) -> Server {
+    let mut all = vec!["ping", "--server", "-a", "127.0.0.1", "-p", "0", "-v", "-d"];
+    all.extend_from_slice(args);
+    Server::start(&all, LIMIT)
 }
 
 /// The replaying client: a TCP stream and the CRC setting the startup settled.
@@ -259,7 +172,7 @@ struct Advert {
 /// Runs one rping client's whole session by hand against a server started with
 /// `server_args`, replaying the recorded startup and first FPDU.
 fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, start: Advert) {
-    let server = Server::start(server_args);
+    let server = start_server(server_args);
     let mut raw = Raw::connect(server.addr);
 
     // 1. The MPA Request, as rping sent it.
@@ -335,7 +248,11 @@ fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, 
     let mut rest = Vec::new();
     raw.stream.read_to_end(&mut rest).expect("read to the end");
     assert!(rest.is_empty(), "octets after the last \"go\": {rest:02x?}");
-    let (status, stdout, stderr) = server.finish();
+    let common::Output {
+        status,
+        stdout,
+        stderr,
+    } = server.finish();
     assert!(status.success(), "{stderr}");
     assert_eq!(
         stdout, "server ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR\n",
@@ -386,7 +303,7 @@ fn real_rping_client_with_crc_by_default() {
 fn bogus_sends_are_refused_like_rping() {
     // rping's server checks that every receive is exactly 16 octets.
     for (payload_len, said) in [(15usize, "size 15"), (17, "size over 16")] {
-        let server = Server::start(&["--crc", "off"]);
+        let server = start_server(&["--crc", "off"]);
         let mut raw = Raw::connect(server.addr);
         raw.send_raw(&hex(RPING_REQUEST));
         assert_eq!(raw.recv_exact(24)[16..], hex("1002 0004 0001 0001")[..]);
@@ -397,7 +314,7 @@ fn bogus_sends_are_refused_like_rping() {
         let mut rest = Vec::new();
         let _ = raw.stream.read_to_end(&mut rest);
         drop(raw);
-        let (status, _, stderr) = server.finish();
+        let common::Output { status, stderr, .. } = server.finish();
         assert_eq!(status.code(), Some(1), "{stderr}");
         assert!(
             stderr.contains(&format!("Received bogus data, {said}")),
@@ -531,4 +448,46 @@ fn our_client_speaks_rping_to_an_rping_server() {
     assert_eq!(lines[0], "ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR");
     assert_eq!(lines[1], "ping data: rdma-ping-1: BCDEFGHIJKLMNOPQRS");
     assert!(stdout.contains("2 pings of 32 bytes"), "{stdout}");
+}
+
+/// siw refuses markers: to a Request asking for them it answers with a Reply whose R bit is
+/// set and M cleared, C echoed, IRD/ORD 0 (siw-observed.md, `probe_mpa.py --all`: `d002 0004
+/// 00100010` got `7002 0004 00000000`), then closes. Our client says so in one line and
+/// exits with an error.
+#[test]
+fn siws_refusal_of_markers_is_one_clear_line() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let client = Command::new(BIN)
+        .args(["ping", "--connect", &addr, "-C", "1", "--markers"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iwarp");
+    let (stream, _) = listener.accept().expect("accept");
+    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+    let mut raw = Raw { stream, crc: false };
+    let request = raw.recv_exact(24);
+    // Revision 2, M, C and the enhanced flag, IRD/ORD 1/1.
+    assert_eq!(
+        request,
+        hex("4d504120494420526571204672616d65 d002 0004 0001 0001"),
+        "{}",
+        to_hex(&request)
+    );
+    raw.send_raw(&hex("4d504120494420526570204672616d65 7002 0004 0000 0000"));
+    raw.stream.shutdown(Shutdown::Both).expect("close");
+    drop(raw);
+    let out = common::output_bounded(client, LIMIT, "iwarp ping --markers");
+    assert!(!out.status.success());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert_eq!(
+        lines[0],
+        format!(
+            "iwarp ping: error: {addr} rejected the connection (we asked for MPA markers, which \
+             it does not send; Linux siw supports none: leave out --markers)"
+        )
+    );
 }

@@ -10,11 +10,12 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use clap::{ArgGroup, Args, ValueEnum};
-use iwarp::{Config, CrcPolicy};
+use clap::{ArgGroup, Args};
+use iwarp::Config;
 
 use super::error::PingError;
 use super::message::{DEFAULT_PORT, DEFAULT_SIZE, MAX_SIZE, MIN_SIZE};
+use crate::startup_args::{Startup, StartupArgs};
 
 /// `iwarp ping`: the rping connectivity test, wire-compatible with rdma-core's `rping`.
 #[derive(Args, Clone, Debug, PartialEq)]
@@ -97,38 +98,16 @@ pub struct PingArgs {
     #[arg(short = 'P', long, conflicts_with_all = ["client", "connect"])]
     pub persistent: bool,
 
-    /// MPA CRC: on (ask for it; siw honours the request), off (use it only if the peer
-    /// asks), required (refuse peers that do not ask, such as rping over siw).
-    #[arg(long, value_enum, default_value_t = CrcMode::On)]
-    pub crc: CrcMode,
-
     /// Seconds to wait for the connection and for each answer from the peer; 0: for ever.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_timeout)]
     pub timeout: f64,
+
+    /// MPA startup settings.
+    #[command(flatten)]
+    pub startup: StartupArgs,
 }
 
-/// The MPA CRC policy, as `--crc` spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CrcMode {
-    /// Ask for CRC; a peer's request is honoured anyway.
-    On,
-    /// Do not ask for CRC.
-    Off,
-    /// Insist on the peer asking for CRC too.
-    Required,
-}
-
-impl From<CrcMode> for CrcPolicy {
-    fn from(m: CrcMode) -> Self {
-        match m {
-            CrcMode::On => CrcPolicy::Preferred,
-            CrcMode::Off => CrcPolicy::Off,
-            CrcMode::Required => CrcPolicy::Required,
-        }
-    }
-}
-
-fn parse_timeout(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_timeout(text: &str) -> Result<f64, String> {
     let secs: f64 = text
         .trim()
         .parse()
@@ -178,10 +157,10 @@ pub struct PingConfig {
     pub verbose: bool,
     /// Print protocol steps.
     pub debug: bool,
-    /// MPA CRC policy.
-    pub crc: CrcPolicy,
     /// How long to wait for the connection and each answer; `None`: for ever.
     pub timeout: Option<Duration>,
+    /// MPA startup settings: revision, CRC, peer-to-peer mode, markers, hold.
+    pub startup: Startup,
 }
 
 impl PingArgs {
@@ -220,18 +199,20 @@ impl PingArgs {
             size: self.size,
             verbose: self.verbose,
             debug: self.debug,
-            crc: self.crc.into(),
             timeout: (self.timeout > 0.0).then(|| Duration::from_secs_f64(self.timeout)),
+            startup: self.startup.resolve(),
         })
     }
 }
 
 impl PingConfig {
-    /// The runtime configuration: MPA revision 2 with enhanced data and IRD/ORD 1/1, as rping
-    /// asks for (`responder_resources = 1, initiator_depth = 1`), this run's CRC policy, and
-    /// the timeout for the TCP connect and the startup frames.
+    /// The runtime configuration: this run's MPA startup settings (by default revision 2
+    /// with enhanced data, CRC asked for) with IRD/ORD 1/1, as rping asks for
+    /// (`responder_resources = 1, initiator_depth = 1`), and the timeout for the TCP
+    /// connect and the startup frames.
     pub fn iwarp_config(&self) -> Config {
-        let mut config = Config::default().crc(self.crc).ird_ord(1, 1);
+        let client = matches!(self.role, Role::Client { .. });
+        let mut config = self.startup.config(client).ird_ord(1, 1);
         if let Some(t) = self.timeout {
             config.connect_timeout = t;
             config.startup.request_timeout = t;
@@ -327,7 +308,7 @@ mod tests {
             }
         );
         assert_eq!(c.size, 64);
-        assert_eq!(c.crc, CrcPolicy::Preferred);
+        assert_eq!(c.startup.crc, iwarp::CrcPolicy::Preferred);
         assert_eq!(c.timeout, Some(Duration::from_secs(10)));
         // Grouped flags, attached values, -C and -V accepted on the server.
         let c = resolve(&["-sPvd", "-a", "::0", "-p7175", "-S100", "-C", "5", "-V"]);
@@ -413,7 +394,7 @@ mod tests {
         assert_eq!(c.timeout, None);
         let config = c.iwarp_config();
         assert_eq!((config.startup.ird, config.startup.ord), (1, 1));
-        assert_eq!(config.startup.crc, CrcPolicy::Off);
+        assert_eq!(config.startup.crc, iwarp::CrcPolicy::Off);
         assert!(config.startup.enhanced);
         assert_eq!(config.startup.max_revision, iwarp::Revision::Rev2);
     }
