@@ -74,14 +74,19 @@ pub enum RtrArg {
 }
 
 fn parse_hold(text: &str) -> Result<f64, String> {
-    let ms: f64 = text
+    parse_bounded(text, "milliseconds", 60_000.0)
+}
+
+/// A number from 0 to `max` of `unit`, for a command-line value.
+pub(crate) fn parse_bounded(text: &str, unit: &str, max: f64) -> Result<f64, String> {
+    let v: f64 = text
         .trim()
         .parse()
-        .map_err(|_| format!("`{text}` is not a number of milliseconds"))?;
-    if ms.is_finite() && (0.0..=60_000.0).contains(&ms) {
-        Ok(ms)
+        .map_err(|_| format!("`{text}` is not a number of {unit}"))?;
+    if v.is_finite() && (0.0..=max).contains(&v) {
+        Ok(v)
     } else {
-        Err(format!("hold `{text}` out of range (0 to 60000 ms)"))
+        Err(format!("`{text}` out of range (0 to {max} {unit})"))
     }
 }
 
@@ -135,6 +140,19 @@ impl Startup {
             Some(rtr) if initiator => config = config.peer_to_peer(rtr),
             Some(rtr) => config.startup.rtr_types = rtr,
             None => {}
+        }
+        config
+    }
+
+    /// The configuration of rdma-core's test tools (rping, ucmatose): these settings with
+    /// IRD/ORD 1/1 (their `responder_resources` and `initiator_depth`), and `timeout`, if
+    /// any, on the TCP connect and on each startup frame.
+    pub fn tool_config(&self, initiator: bool, timeout: Option<Duration>) -> Config {
+        let mut config = self.config(initiator).ird_ord(1, 1);
+        if let Some(t) = timeout {
+            config.connect_timeout = t;
+            config.startup.request_timeout = t;
+            config.startup.reply_timeout = t;
         }
         config
     }

@@ -4,12 +4,11 @@
 //! MPA's rule that a server sends nothing first, said in words. Every child process is
 //! bounded in time and killed if it overruns; nothing leaves 127.0.0.1.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
 
-use common::{output_bounded, Output, Server, BIN};
+use common::{output_bounded, spawn, Output, Server};
 
 /// Far above what any of these runs needs.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -21,15 +20,10 @@ fn server(args: &[&str]) -> Server {
 }
 
 fn client(server: &Server, args: &[&str]) -> Output {
-    let child = Command::new(BIN)
-        .args(["cmatose", "-s", &server.addr.to_string()])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iwarp");
-    output_bounded(child, LIMIT, "iwarp cmatose -s")
+    let addr = server.addr.to_string();
+    let mut all = vec!["cmatose", "-s", &addr];
+    all.extend_from_slice(args);
+    output_bounded(spawn(&all), LIMIT, "iwarp cmatose -s")
 }
 
 /// The progress lines of `out`, without the per-connection ones.

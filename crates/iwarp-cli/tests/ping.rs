@@ -5,13 +5,13 @@
 //! killed if it overruns; nothing leaves 127.0.0.1.
 
 use std::net::TcpListener;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::thread;
 use std::time::Duration;
 
 mod common;
 
-use common::{drain, output_bounded, Output, Server, BIN};
+use common::{drain, output_bounded, Output, Server};
 
 /// Far above what any of these runs needs.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -22,14 +22,9 @@ fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
 }
 
 fn spawn_ping(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .arg("ping")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iwarp")
+    let mut all = vec!["ping"];
+    all.extend_from_slice(args);
+    common::spawn(&all)
 }
 
 /// Runs `iwarp ping ARGS` to the end.

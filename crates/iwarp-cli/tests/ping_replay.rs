@@ -21,15 +21,13 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use iwarp_proto::framing::crc::crc32c;
 
 mod common;
 
-use common::{Server, BIN};
+use common::Server;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -351,33 +349,25 @@ fn advertisement(fpdu: &[u8], msn: u32, len: u32) -> (u32, u64) {
     (be32(&fpdu[28..]), be64(&fpdu[20..]))
 }
 
+/// Starts our client (`iwarp ping --connect` with `args`) against a hand-built server and
+/// returns it with the server's end of the accepted connection.
+fn client_of_a_raw_server(args: &[&str]) -> (std::process::Child, Raw) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let mut all = vec!["ping", "--connect", &addr];
+    all.extend_from_slice(args);
+    let client = common::spawn(&all);
+    let (stream, _) = listener.accept().expect("accept");
+    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+    (client, Raw { stream, crc: false })
+}
+
 #[test]
 fn our_client_speaks_rping_to_an_rping_server() {
     // The other role: a hand-built rping server (siw's answers) against our client. With
     // --crc off our client's MPA Request must be rping's own, octet for octet.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let mut client = Command::new(BIN)
-        .args([
-            "ping",
-            "--connect",
-            &addr,
-            "-C",
-            "2",
-            "-S",
-            "32",
-            "-V",
-            "-v",
-        ])
-        .args(["--crc", "off"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iwarp");
-    let (stream, _) = listener.accept().expect("accept");
-    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
-    let mut raw = Raw { stream, crc: false };
+    let (client, mut raw) =
+        client_of_a_raw_server(&["-C", "2", "-S", "32", "-V", "-v", "--crc", "off"]);
 
     let request = raw.recv_exact(24);
     eprintln!("client sent MPA Request: {}", to_hex(&request));
@@ -423,26 +413,11 @@ fn our_client_speaks_rping_to_an_rping_server() {
     assert!(rest.is_empty(), "octets after the last ping: {rest:02x?}");
     drop(raw);
 
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        if let Some(s) = client.try_wait().expect("try_wait") {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "the client did not exit");
-        thread::sleep(Duration::from_millis(10));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    let _ = client
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut stdout);
-    let _ = client
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr);
+    let common::Output {
+        status,
+        stdout,
+        stderr,
+    } = common::output_bounded(client, LIMIT, "iwarp ping --connect");
     assert!(status.success(), "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines[0], "ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR");
@@ -456,18 +431,8 @@ fn our_client_speaks_rping_to_an_rping_server() {
 /// exits with an error.
 #[test]
 fn siws_refusal_of_markers_is_one_clear_line() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let client = Command::new(BIN)
-        .args(["ping", "--connect", &addr, "-C", "1", "--markers"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iwarp");
-    let (stream, _) = listener.accept().expect("accept");
-    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
-    let mut raw = Raw { stream, crc: false };
+    let (client, mut raw) = client_of_a_raw_server(&["-C", "1", "--markers"]);
+    let addr = raw.stream.local_addr().expect("addr").to_string();
     let request = raw.recv_exact(24);
     // Revision 2, M, C and the enhanced flag, IRD/ORD 1/1.
     assert_eq!(

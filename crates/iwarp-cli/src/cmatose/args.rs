@@ -150,13 +150,8 @@ impl CmatoseConfig {
     /// ucmatose's `responder_resources = 1, initiator_depth = 1`, and the timeout on the
     /// TCP connect and the startup frames.
     pub fn iwarp_config(&self) -> Config {
-        let mut config = self.startup.config(self.server.is_some()).ird_ord(1, 1);
-        if let Some(t) = self.timeout {
-            config.connect_timeout = t;
-            config.startup.request_timeout = t;
-            config.startup.reply_timeout = t;
-        }
-        config
+        self.startup
+            .tool_config(self.server.is_some(), self.timeout)
     }
 }
 

@@ -24,13 +24,7 @@ pub async fn run(cfg: &CmatoseConfig) -> Result<()> {
         futures_util::future::join_all(indices.iter().map(|&i| connect(cfg, &addrs, i))).await;
     let nodes = nodes.into_iter().collect::<Result<Vec<Node>>>()?;
     if cfg.verbose {
-        for n in &nodes {
-            say(&format!(
-                "connection {}: {}",
-                n.index,
-                crate::ping::endpoint::describe(&n.qp)
-            ));
-        }
+        Node::describe_all(&nodes);
     }
     if cfg.count > 0 {
         say("receiving data transfers");

@@ -252,6 +252,17 @@ impl Node {
         format!("on connection {} ({what})", self.index)
     }
 
+    /// Prints each connection's negotiated parameters, one line each.
+    pub fn describe_all(nodes: &[Node]) {
+        for n in nodes {
+            super::say(&format!(
+                "connection {}: {}",
+                n.index,
+                crate::ping::endpoint::describe(&n.qp)
+            ));
+        }
+    }
+
     /// Whether the peer has sent anything on this connection yet.
     pub fn heard_from_peer(&self) -> bool {
         self.qp.stats().octets_received > 0

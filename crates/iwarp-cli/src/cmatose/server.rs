@@ -52,13 +52,7 @@ pub async fn run(cfg: &CmatoseConfig) -> Result<()> {
     }
     drop(listener);
     if cfg.verbose {
-        for n in &nodes {
-            say(&format!(
-                "connection {}: {}",
-                n.index,
-                crate::ping::endpoint::describe(&n.qp)
-            ));
-        }
+        Node::describe_all(&nodes);
     }
     let outcome = exchange(cfg, &nodes).await;
     say("cmatose: disconnecting");

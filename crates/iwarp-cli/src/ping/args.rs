@@ -15,7 +15,7 @@ use iwarp::Config;
 
 use super::error::PingError;
 use super::message::{DEFAULT_PORT, DEFAULT_SIZE, MAX_SIZE, MIN_SIZE};
-use crate::startup_args::{Startup, StartupArgs};
+use crate::startup_args::{parse_bounded, Startup, StartupArgs};
 
 /// `iwarp ping`: the rping connectivity test, wire-compatible with rdma-core's `rping`.
 #[derive(Args, Clone, Debug, PartialEq)]
@@ -108,15 +108,7 @@ pub struct PingArgs {
 }
 
 pub(crate) fn parse_timeout(text: &str) -> Result<f64, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    if secs.is_finite() && (0.0..=1e6).contains(&secs) {
-        Ok(secs)
-    } else {
-        Err(format!("timeout `{text}` out of range (0 to 1000000 s)"))
-    }
+    parse_bounded(text, "seconds", 1e6)
 }
 
 /// Which side to run, with what it needs.
@@ -212,13 +204,7 @@ impl PingConfig {
     /// connect and the startup frames.
     pub fn iwarp_config(&self) -> Config {
         let client = matches!(self.role, Role::Client { .. });
-        let mut config = self.startup.config(client).ird_ord(1, 1);
-        if let Some(t) = self.timeout {
-            config.connect_timeout = t;
-            config.startup.request_timeout = t;
-            config.startup.reply_timeout = t;
-        }
-        config
+        self.startup.tool_config(client, self.timeout)
     }
 }
 

@@ -15,6 +15,17 @@ use std::time::{Duration, Instant};
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
 
+/// Starts `iwarp ARGS` with its output piped and no input.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iwarp")
+}
+
 /// What a finished child printed, and how it ended.
 pub struct Output {
     pub status: ExitStatus,
@@ -90,13 +101,7 @@ impl Server {
     /// Runs `iwarp ARGS` and waits (at most `limit`, as every later wait) for it to
     /// listen.
     pub fn start(args: &[&str], limit: Duration) -> Self {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn iwarp");
+        let mut child = spawn(args);
         let stdout = drain(child.stdout.take().expect("stdout piped"));
         let stderr = lines(child.stderr.take().expect("stderr piped"));
         let mut server = Self {
