@@ -134,7 +134,7 @@ pub struct StartupConfig {
 }
 
 /// The default of [`StartupConfig::hold_after_reply`].
-pub const DEFAULT_HOLD_AFTER_REPLY: Duration = Duration::from_millis(10);
+pub const DEFAULT_HOLD_AFTER_REPLY: Duration = Duration::from_millis(25);
 
 impl Default for StartupConfig {
     fn default() -> Self {
