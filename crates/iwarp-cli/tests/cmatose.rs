@@ -149,3 +149,60 @@ fn a_server_waiting_for_the_first_message_says_why() {
         served.stdout
     );
 }
+
+/// siw's ucmatose server, replayed from the rig (docs/interop.md): it answers rdma-core's
+/// Request (`1002 0004 0001 0001`) with the same words and Sends its messages at once,
+/// before our client's first FPDU (siw does not wait as MPA rule 4 asks; here they arrive
+/// while our client still holds its first FPDU after the Reply). Our client must take them
+/// all, answer with as many Sends of the same size, and end cleanly when siw disconnects.
+#[test]
+fn siws_ucmatose_server_sends_first_and_our_client_copes() {
+    use std::io::{Read, Write};
+    const KEY_REQ: &str = "4d504120494420526571204672616d65";
+    const KEY_REP: &str = "4d504120494420526570204672616d65";
+    // siw's two 64-octet Sends (MSN 1 and 2; the payload is what ucmatose's buffer held).
+    const PAYLOAD: &str = "e927096405000000000000000000000010000000782d676e30987e9240560000\
+                           0000000000000000e0e77e924056000002001d30000000000000000000000000";
+    let send = |msn: u32| {
+        common::hex(&format!(
+            "0052 4143 00000000 00000000 {msn:08x} 00000000 {PAYLOAD} 00000000"
+        ))
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let client = spawn(&[
+        "cmatose", "-s", &addr, "-C", "2", "-S", "64", "--crc", "off",
+    ]);
+    let (mut stream, _) = listener.accept().expect("accept");
+    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+    let mut request = [0u8; 24];
+    stream.read_exact(&mut request).expect("Request");
+    assert_eq!(
+        request[..],
+        common::hex(&format!("{KEY_REQ} 1002 0004 0001 0001"))[..]
+    );
+    let mut burst = common::hex(&format!("{KEY_REP} 1002 0004 0001 0001"));
+    burst.extend(send(1));
+    burst.extend(send(2));
+    stream.write_all(&burst).expect("Reply and Sends");
+    // Our client's answers: two Sends (QN 0, MSN 1 and 2) of 64 octets each, no CRC.
+    for msn in 1..=2u32 {
+        let mut fpdu = [0u8; 2 + 18 + 64 + 4];
+        stream.read_exact(&mut fpdu).expect("a Send");
+        assert_eq!(fpdu[..2], [0x00, 0x52], "ULPDU_Length 82");
+        assert_eq!(fpdu[2..4], [0x41, 0x43], "untagged last Send");
+        assert_eq!(fpdu[8..12], [0, 0, 0, 0], "QN 0");
+        assert_eq!(u32::from_be_bytes(fpdu[12..16].try_into().unwrap()), msn);
+        assert_eq!(fpdu[84..], [0; 4], "no CRC");
+    }
+    // ucmatose's server disconnects once it has its messages.
+    stream.shutdown(std::net::Shutdown::Both).expect("close");
+    drop(stream);
+    let out = output_bounded(client, LIMIT, "iwarp cmatose -s");
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("data transfers complete"),
+        "{}",
+        out.stdout
+    );
+}

@@ -152,11 +152,10 @@ fn tagged_ulpdu(opcode: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
     u
 }
 
-/// rping's start buffer for ping 0 at 32 octets: the text and its NUL.
-fn ping0_text() -> Vec<u8> {
-    let mut t = b"rdma-ping-0: ABCDEFGHIJKLMNOPQR".to_vec();
+/// rping's start buffer for ping 0 at `len` octets (26 or 32 here): the text and its NUL.
+fn ping0_text(len: usize) -> Vec<u8> {
+    let mut t = b"rdma-ping-0: ABCDEFGHIJKLMNOPQR"[..len - 1].to_vec();
     t.push(0);
-    assert_eq!(t.len(), 32);
     t
 }
 
@@ -167,24 +166,52 @@ struct Advert {
     len: u32,
 }
 
+/// A recorded startup: siw's Request, the Reply our server must send (both after the
+/// key, in hex), and in peer-to-peer mode siw's RTR FPDU with what our server must answer
+/// it with, if anything (a Read RTR gets a zero-length Read Response).
+struct Startup<'a> {
+    request: &'a str,
+    reply: &'a str,
+    rtr: Option<(&'a str, Option<&'a str>)>,
+    /// How our server's `-d` line describes the Request.
+    described: &'a str,
+}
+
+/// rping over siw at revision 2, enhanced, IRD/ORD 1/1, no CRC asked for; our Reply's
+/// first two octets are `reply_flags`.
+fn rping_startup(reply_flags: &str) -> (String, String) {
+    (
+        RPING_REQUEST[33..].to_string(),
+        format!("{reply_flags} 0004 0001 0001"),
+    )
+}
+
 /// Runs one rping client's whole session by hand against a server started with
 /// `server_args`, replaying the recorded startup and first FPDU.
-fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, start: Advert) {
+fn replay(server_args: &[&str], startup: &Startup<'_>, first_fpdu: &str, crc: bool, start: Advert) {
+    const REQUEST_KEY: &str = "4d504120494420526571204672616d65";
+    const REPLY_KEY: &str = "4d504120494420526570204672616d65";
     let server = start_server(server_args);
     let mut raw = Raw::connect(server.addr);
 
-    // 1. The MPA Request, as rping sent it.
-    raw.send_raw(&hex(RPING_REQUEST));
-    // 2. Our Reply: the Reply key, revision 2 with the enhanced flag, C as our policy says,
-    //    PD_Length 4 (only the enhanced words), IRD 1 / ORD 1 (rping's, and no more than
-    //    our own 1/1), no peer-to-peer bits, no private data.
-    let reply = raw.recv_exact(24);
+    // 1. The MPA Request, as siw sent it.
+    raw.send_raw(&hex(&format!("{REQUEST_KEY} {}", startup.request)));
+    // 2. Our Reply, octet for octet: the Reply key, the revision and flags (C as our
+    //    policy says), PD_Length, at revision 2 the IRD/ORD words (rping's 1/1, and no
+    //    more than our own), no private data.
+    let want = hex(&format!("{REPLY_KEY} {}", startup.reply));
+    let reply = raw.recv_exact(want.len());
     eprintln!("server sent MPA Reply: {}", to_hex(&reply));
-    let want = hex(&format!(
-        "4d504120494420526570204672616d65 {reply_flags} 0004 0001 0001"
-    ));
     assert_eq!(reply, want, "MPA Reply");
     raw.crc = crc;
+
+    // 2a. Peer-to-peer mode: siw's RTR, and our answer to it.
+    if let Some((rtr, answer)) = startup.rtr {
+        raw.send_raw(&hex(rtr));
+        if let Some(answer) = answer {
+            assert_eq!(raw.recv_fpdu(), hex(answer), "answer to the RTR");
+        }
+    }
 
     // 3. rping's first FPDU, exactly as recorded.
     let first = hex(first_fpdu);
@@ -212,7 +239,7 @@ fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, 
     assert_eq!(be64(&rr[40..]), start.addr, "Data Source Tagged Offset");
 
     // 5. The Read Response, as siw's RNIC role would send it: rping's ping 0 text.
-    let text = ping0_text();
+    let text = ping0_text(start.len as usize);
     let response = raw.frame(&tagged_ulpdu(2, sink_stag, sink_to, &text));
     raw.send_raw(&response);
 
@@ -253,23 +280,36 @@ fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, 
     } = server.finish();
     assert!(status.success(), "{stderr}");
     assert_eq!(
-        stdout, "server ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR\n",
+        stdout,
+        format!(
+            "server ping data: {}\n",
+            String::from_utf8_lossy(&text[..text.len() - 1])
+        ),
         "{stderr}"
     );
     assert!(stderr.contains("disconnected after 1 ping"), "{stderr}");
     assert!(
-        stderr.contains("MPA Request: revision 2, C=0, M=0, IRD/ORD 1/1, 0 octets"),
+        stderr.contains(&format!("MPA Request: {}", startup.described)),
         "{stderr}"
     );
 }
+
+/// How our server describes rping's Request.
+const RPING_DESCRIBED: &str = "revision 2, C=0, M=0, IRD/ORD 1/1, 0 octets";
 
 #[test]
 fn real_rping_client_without_crc() {
     // A server that does not ask for CRC answers rping exactly as siw would:
     // `1002 0004 0001 0001`, and the recorded CRC-less FPDU follows.
+    let (request, reply) = rping_startup("1002");
     replay(
         &["--crc", "off"],
-        "1002",
+        &Startup {
+            request: &request,
+            reply: &reply,
+            rtr: None,
+            described: RPING_DESCRIBED,
+        },
         RPING_SEND_NO_CRC,
         false,
         Advert {
@@ -284,15 +324,100 @@ fn real_rping_client_without_crc() {
 fn real_rping_client_with_crc_by_default() {
     // Our default asks for CRC (C=1 in the Reply: `5002`), which siw honours; the recorded
     // FPDU siw sent after such a Reply carries its CRC32c.
+    let (request, reply) = rping_startup("5002");
     replay(
         &[],
-        "5002",
+        &Startup {
+            request: &request,
+            reply: &reply,
+            rtr: None,
+            described: RPING_DESCRIBED,
+        },
         RPING_SEND_CRC,
         true,
         Advert {
             addr: 0x0000_562e_4da7_b530,
             stag: 0xe54e_5800,
             len: 0x20,
+        },
+    );
+}
+
+/// siw built with `peer_to_peer = true` asks for peer-to-peer mode offering both RTR types
+/// (`1002 0004 8001 c001`: IRD 1 with the P2P bit, ORD 1 with the Write and Read RTR bits;
+/// recorded in the rig, docs/interop.md). Our server picks the Write RTR (`8001 8001`);
+/// siw's RTR is a zero-length RDMA Write to STag 1 at offset 0, which our server takes
+/// without a word, and rping's session follows.
+#[test]
+fn siw_peer_to_peer_client_with_a_write_rtr() {
+    replay(
+        &["--crc", "off"],
+        &Startup {
+            request: "1002 0004 8001 c001",
+            reply: "1002 0004 8001 8001",
+            rtr: Some(("000e c140 00000001 0000000000000000 00000000", None)),
+            described: "revision 2, C=0, M=0, IRD/ORD 1/1, peer-to-peer, 0 octets",
+        },
+        "0022 4143 00000000 00000000 00000001 00000000 \
+         00005564bb5ee530 4d2a9700 0000001a 00000000",
+        false,
+        Advert {
+            addr: 0x0000_5564_bb5e_e530,
+            stag: 0x4d2a_9700,
+            len: 26,
+        },
+    );
+}
+
+/// The same with a server that takes only the Read RTR (`--p2p read`, Reply `8001 4001`):
+/// siw's RTR is a zero-length RDMA Read Request (QN 1, MSN 1, sink STag 0 at 0, source
+/// STag 1 at 0), and our server answers with a zero-length Read Response to STag 0 at 0,
+/// as recorded.
+#[test]
+fn siw_peer_to_peer_client_with_a_read_rtr() {
+    replay(
+        &["--crc", "off", "--p2p", "read"],
+        &Startup {
+            request: "1002 0004 8001 c001",
+            reply: "1002 0004 8001 4001",
+            rtr: Some((
+                "002e 4141 00000000 00000001 00000001 00000000 \
+                 00000000 0000000000000000 00000000 00000001 0000000000000000 00000000",
+                Some("000e c142 00000000 0000000000000000 00000000"),
+            )),
+            described: "revision 2, C=0, M=0, IRD/ORD 1/1, peer-to-peer, 0 octets",
+        },
+        "0022 4143 00000000 00000000 00000001 00000000 \
+         00005580528ec530 22ca9900 0000001a 00000000",
+        false,
+        Advert {
+            addr: 0x0000_5580_528e_c530,
+            stag: 0x22ca_9900,
+            len: 26,
+        },
+    );
+}
+
+/// siw built with `mpa_version = 1` sends a revision 1 Request without enhanced data
+/// (`0001 0000`); our server answers at revision 1 (`0001 0000`) and settles IRD/ORD from
+/// its own configuration, so its RDMA Read goes out.
+#[test]
+fn siw_revision_1_client() {
+    replay(
+        &["--crc", "off"],
+        &Startup {
+            request: "0001 0000",
+            reply: "0001 0000",
+            rtr: None,
+            described: "revision 1, C=0, M=0, no enhanced data, 0 octets",
+        },
+        "0022 4143 00000000 00000000 00000001 00000000 \
+         000055ddd954e530 fa731900 0000001a 00000000",
+        false,
+        Advert {
+            addr: 0x0000_55dd_d954_e530,
+            stag: 0xfa73_1900,
+            len: 26,
         },
     );
 }
