@@ -15,15 +15,21 @@ use std::time::{Duration, Instant};
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
 
-/// Starts `iwarp ARGS` with its output piped and no input.
-pub fn spawn(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .args(args)
+/// `iwarp ARGS`, ready to spawn: no standard input, both outputs piped, and no
+/// `RUST_LOG` from the test's environment (set one with `.env` to test it).
+pub fn iwarp_command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iwarp")
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Starts `iwarp ARGS` as [`iwarp_command`] prepares it.
+pub fn spawn(args: &[&str]) -> Child {
+    iwarp_command(args).spawn().expect("spawn iwarp")
 }
 
 /// What a finished child printed, and how it ended.
