@@ -166,29 +166,6 @@ mod tests {
         args: CmatoseArgs,
     }
 
-    /// The shape `main` gives the subcommand: a propagated version flag must not take -V.
-    #[derive(Parser)]
-    #[command(version, propagate_version = true)]
-    struct Top {
-        #[command(subcommand)]
-        command: Sub,
-    }
-
-    #[derive(clap::Subcommand)]
-    enum Sub {
-        Cmatose(CmatoseArgs),
-    }
-
-    #[test]
-    fn fits_the_iwarp_command() {
-        use clap::CommandFactory;
-        Top::command().debug_assert();
-        let Sub::Cmatose(a) = Top::try_parse_from(["iwarp", "cmatose", "-s", "h", "-V"])
-            .unwrap()
-            .command;
-        assert!(a.validate);
-    }
-
     fn parse(args: &[&str]) -> Result<CmatoseArgs, clap::Error> {
         Cli::try_parse_from(std::iter::once("cmatose").chain(args.iter().copied())).map(|c| c.args)
     }
