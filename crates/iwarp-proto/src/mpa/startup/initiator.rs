@@ -215,6 +215,7 @@ impl Initiator {
             rtr,
             private_data: reply.private_data,
         };
+        // No hold when it is zero (or too long for an instant to hold).
         match deadline_after(now, self.config.hold_after_reply) {
             Some(until) if until > now => {
                 self.common.state = State::Holding;
