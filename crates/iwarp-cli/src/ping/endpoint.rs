@@ -212,27 +212,35 @@ impl Endpoint {
 
     /// One line on the connection's negotiated parameters, for `-d`.
     pub fn describe(&self) -> String {
-        let info = self.qp.info();
-        let mpa = info.mpa();
-        let revision = match &info.framing {
-            FramingInfo::Mpa(m) => (m.revision as u8).to_string(),
-            FramingInfo::ImmediateStart => "none (immediate start)".to_string(),
-            _ => "none (IFT)".to_string(),
-        };
-        let ird_ord = mpa
-            .and_then(|m| m.ird_ord)
-            .map_or("not negotiated".to_string(), |io| {
-                format!("{}/{}", io.ird, io.ord)
-            });
-        let framing = info.framing_params();
-        format!(
-            "MPA revision {revision}, CRC {}, markers {}/{} (tx/rx), IRD/ORD {ird_ord}, MULPDU {}",
-            on_off(framing.crc),
-            on_off(framing.send_markers),
-            on_off(framing.receive_markers),
-            info.mulpdu,
-        )
+        describe(&self.qp)
     }
+}
+
+/// One line on a connection's negotiated parameters.
+pub fn describe(qp: &QueuePair) -> String {
+    let info = qp.info();
+    let mpa = info.mpa();
+    let revision = match &info.framing {
+        FramingInfo::Mpa(m) => (m.revision as u8).to_string(),
+        FramingInfo::ImmediateStart => "none (immediate start)".to_string(),
+        _ => "none (IFT)".to_string(),
+    };
+    let ird_ord = mpa
+        .and_then(|m| m.ird_ord)
+        .map_or("not negotiated".to_string(), |io| {
+            format!("{}/{}", io.ird, io.ord)
+        });
+    let rtr = mpa.and_then(|m| m.rtr).map_or(String::new(), |r| {
+        format!(", peer-to-peer with a {r:?} RTR")
+    });
+    let framing = info.framing_params();
+    format!(
+        "MPA revision {revision}, CRC {}, markers {}/{} (tx/rx), IRD/ORD {ird_ord}{rtr}, MULPDU {}",
+        on_off(framing.crc),
+        on_off(framing.send_markers),
+        on_off(framing.receive_markers),
+        info.mulpdu,
+    )
 }
 
 fn on_off(b: bool) -> &'static str {
