@@ -264,8 +264,12 @@ impl Shared {
     /// (the connection's disconnect timeout) has turned it into an
     /// abortive one.
     pub(crate) async fn disconnect(&self) {
-        log::disconnect(&self.span);
-        self.with_engine(|inner| inner.conn.close_gracefully(Instant::now()));
+        self.with_engine(|inner| {
+            if !inner.conn.is_finished() {
+                log::disconnect(&self.span);
+            }
+            inner.conn.close_gracefully(Instant::now());
+        });
         loop {
             let notified = self.done.notified();
             let deadline = {
