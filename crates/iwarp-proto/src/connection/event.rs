@@ -33,7 +33,8 @@ pub enum Event {
 }
 
 /// A step in a connection's life worth a line in a log: each happens at
-/// most a few times per connection, never per message.
+/// most a few times per connection, never per message, and none after
+/// [`Event::Finished`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Notice {

@@ -67,7 +67,7 @@ pub struct Seen {
     pub eof: bool,
     /// Payload octets placed by direct reads.
     pub placed_directly: usize,
-    /// The notices, in order (not counted in `after_finished`).
+    /// The notices, in order (none may follow `Finished`).
     pub notices: Vec<Notice>,
 }
 
@@ -161,7 +161,7 @@ impl End {
         let mut any = false;
         while let Some(e) = self.conn.poll_event() {
             any = true;
-            if self.seen.finished > 0 && !matches!(e, Event::Completion(_) | Event::Notice(_)) {
+            if self.seen.finished > 0 && !matches!(e, Event::Completion(_)) {
                 self.seen.after_finished += 1;
             }
             match e {
