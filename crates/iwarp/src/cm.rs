@@ -294,8 +294,9 @@ fn start(
     let (info, framer, deframer, hold) = match settled {
         Settled::Mpa(established) => {
             let framing = established.framing;
-            // RFC 5044 §7.1.2 rule 4.
-            let hold = established.must_receive_before_sending();
+            // RFC 5044 §7.1.2 rule 4, unless the application asked to
+            // behave as Linux siw does.
+            let hold = established.must_receive_before_sending() && !config.responder_sends_first;
             let info = ConnectionInfo {
                 role: established.role,
                 revision: established.revision,
