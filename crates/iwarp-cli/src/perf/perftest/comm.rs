@@ -125,28 +125,35 @@ impl Comm {
     /// is taken before the message is there.
     pub async fn receive(&self, what: Message, watch: &[QueuePair]) -> Result<Vec<u8>> {
         let next = self.qp.recv_cq().next();
-        let c = if watch.is_empty() {
-            tokio::time::timeout(EXCHANGE_TIMEOUT, next)
-                .await
-                .map_err(|_| PerfError::Timeout {
-                    what: format!("waiting for the peer's {}", what.what()),
-                    secs: EXCHANGE_TIMEOUT.as_secs(),
-                })?
-        } else {
-            tokio::pin!(next);
-            let failed =
-                futures_util::future::select_all(watch.iter().map(|q| Box::pin(q.closed())));
+        tokio::pin!(next);
+        // A data connection the peer closed gracefully is no failure (perftest's server
+        // closes its data connections as soon as it has answered its last exchange); one
+        // that failed is.
+        let mut watching: Vec<(usize, &QueuePair)> = watch.iter().enumerate().collect();
+        let c = loop {
+            if watching.is_empty() {
+                break tokio::time::timeout(EXCHANGE_TIMEOUT, &mut next)
+                    .await
+                    .map_err(|_| PerfError::Timeout {
+                        what: format!("waiting for the peer's {}", what.what()),
+                        secs: EXCHANGE_TIMEOUT.as_secs(),
+                    })?;
+            }
+            let closed = futures_util::future::select_all(
+                watching.iter().map(|(_, q)| Box::pin(q.closed())),
+            );
             tokio::select! {
-                c = &mut next => c,
-                (_, i, _) = failed => {
-                    let qp = &watch[i];
-                    return Err(match qp.error() {
-                        Some(e) => PerfError::Protocol(format!("data connection {i}: {e}")),
-                        None => PerfError::PeerGone {
-                            peer: "peer",
-                            what: format!("data connection {i} closed during the test"),
-                        },
-                    });
+                c = &mut next => break c,
+                (_, at, _) = closed => {
+                    let (i, qp) = watching.remove(at);
+                    match qp.error() {
+                        None
+                        | Some(iwarp::ConnectionError::PeerClosed)
+                        | Some(iwarp::ConnectionError::LocallyClosed) => {}
+                        Some(e) => {
+                            return Err(PerfError::Protocol(format!("data connection {i}: {e}")))
+                        }
+                    }
                 }
             }
         };

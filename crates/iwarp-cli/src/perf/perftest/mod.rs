@@ -115,6 +115,12 @@ pub async fn run(cfg: PerftestConfig) -> Result<()> {
         Role::Server { bind, port } => {
             let p = cfg.params(Side::Server)?;
             let listener = listen(&p, SocketAddr::new(*bind, *port), net).await?;
+            // On stderr, so that the table on stdout is perftest's alone.
+            eprintln!(
+                "iwarp perf: perftest server ({}) listening on {}",
+                p.binary(),
+                listener.local_addr()
+            );
             session::server(p, listener, net).await
         }
         Role::Loopback => {
