@@ -6,13 +6,14 @@
 # too. Not run by CI (it needs the rig and takes a while under TCG).
 #
 #   scripts/interop-perftest.sh [-o OUTDIR] [-P PORTBASE] [-n ITERS] [-t 'TESTS'] [-s 'SIZES']
-#                               [-r client|server|both] [-x 'EXTRA perftest options']
+#                               [-r client|server|both|summary] [-x 'EXTRA perftest options']
 #
 # OUTDIR (default target/interop-perftest) receives, per role: the guest's whole output,
 # the iwarp perf output of each run (client-TEST-SIZE.out ...), the recordings
 # (*.jsonl), and summary.md: both ends' result rows side by side, for docs/interop.md.
 # Ports PORTBASE+15/16 (perftest server, its recorder) and +25/26 (iwarp perf server, its
-# recorder) on 127.0.0.1 are used; the default base is 20500.
+# recorder) on 127.0.0.1 are used; the default base is 20500. `-r summary` only writes
+# summary.md again from OUTDIR.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -47,7 +48,7 @@ wait_listening() { for _ in $(seq 1 100); do listening "$1" && return 0; sleep 0
 
 # record LISTEN TARGET FILE: a recorder for one run; prints its pid.
 record() {
-	python3 "$HERE/tcp-record.py" "$1" "$2" "$3" >/dev/null 2>&1 &
+	python3 "$HERE/tcp-record.py" "$1" "$2" "$3" >"$3.log" 2>&1 &
 	local pid=$!
 	wait_listening "$1"
 	echo "$pid"
@@ -73,16 +74,22 @@ client_role() {
 	while read -r t s; do
 		local rec
 		rec=$(record "$GSRV_REC" "$GSRV" "$d/$t-$s.jsonl")
+		local status=failed
+		: >"$d/$t-$s.err"
 		for try in $(seq 1 90); do
 			# shellcheck disable=SC2046
-			if "$IWARP" perf $(args_of "$t" "$s") --connect "127.0.0.1:$GSRV_REC" >"$d/$t-$s.out" 2>"$d/$t-$s.err"; then
+			if "$IWARP" perf $(args_of "$t" "$s") --connect "127.0.0.1:$GSRV_REC" >"$d/$t-$s.out" 2>"$d/$t-$s.try"; then
+				status="ok after $try tries"
+				cat "$d/$t-$s.try" >>"$d/$t-$s.err"
 				break
 			fi
+			cat "$d/$t-$s.try" >>"$d/$t-$s.err"
 			# Not listening yet (the previous perftest server is still closing): try again.
-			grep -qE "cannot connect|MPA startup|connecting to" "$d/$t-$s.err" || break
+			grep -qE "^iwarp perf: error: (cannot connect|connecting to)" "$d/$t-$s.try" || break
 			sleep 1
 		done
-		echo "client $t $s: $(tail -n 1 "$d/$t-$s.err" 2>/dev/null || true)"
+		rm -f "$d/$t-$s.try"
+		echo "client $t $s: $status $(tail -n 1 "$d/$t-$s.err")"
 		kill "$rec" 2>/dev/null || true
 		wait "$rec" 2>/dev/null || true
 	done < <(runs)
@@ -120,6 +127,9 @@ theirs() { # LOG TEST SIZE
 	awk -v h="=== $2 $3" '$0 == h {on=1; next} /^=== rc/ {on=0} on && /#bytes/ {getline; print; exit}' "$1"
 }
 
+# One markdown table row: the cells of a perftest result row.
+cells() { echo "$1" | tr -s ' \t' '\n' | grep -v '^$' | paste -sd'|' | sed 's/|/ | /g'; }
+
 summary() {
 	local f=$OUT/summary.md
 	: >"$f"
@@ -127,26 +137,28 @@ summary() {
 		[ -d "$OUT/$role" ] || continue
 		local log=$OUT/$role/guest/share/out.log
 		if [ $role = client ]; then
-			echo "### iwarp perf as client, perftest as server" >>"$f"
+			printf '### iwarp perf as client, perftest as server\n\n' >>"$f"
 		else
-			echo "### perftest as client, iwarp perf as server" >>"$f"
+			printf '### perftest as client, iwarp perf as server\n\n' >>"$f"
 		fi
-		echo >>"$f"
 		for kind in bw lat; do
-			local head
+			runs | grep -q "_$kind " || continue
 			if [ $kind = bw ]; then
-				head="| test | end | #bytes | #iterations | BW peak [MiB/s] | BW average [MiB/s] | MsgRate [Mpps] |"
+				echo "| test | end | #bytes | #iterations | BW peak [MiB/s] | BW average [MiB/s] | MsgRate [Mpps] |" >>"$f"
+				echo "| --- | --- | --- | --- | --- | --- | --- |" >>"$f"
 			else
-				head="| test | end | #bytes | #iterations | t_min | t_max | t_typical | t_avg | t_stdev | 99% | 99.9% |"
+				echo "| test | end | #bytes | #iterations | t_min [us] | t_max [us] | t_typical [us] | t_avg [us] | t_stdev [us] | 99% [us] | 99.9% [us] |" >>"$f"
+				echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |" >>"$f"
 			fi
-			printf '%s\n|%s\n' "$head" "$(echo "$head" | sed 's/[^|]*|/---|/g' | cut -c2-)" >>"$f"
 			while read -r t s; do
 				[ "${t#*_}" = $kind ] || continue
 				local a b
 				a=$(ours "$OUT/$role/$t-$s.out")
 				b=$(theirs "$log" "$t" "$s")
-				echo "| ib_$t | iwarp perf | $(echo "${a:-(no table)}" | tr -s ' \t' '|' | sed 's/^|//;s/|$//') |" >>"$f"
-				echo "| ib_$t | perftest | $(echo "${b:-(no table)}" | tr -s ' \t' '|' | sed 's/^|//;s/|$//') |" >>"$f"
+				[ -n "$a" ] && a=$(cells "$a") || a="(prints no table)"
+				[ -n "$b" ] && b=$(cells "$b") || b="(prints no table)"
+				echo "| ib_$t | iwarp perf | $a |" >>"$f"
+				echo "| ib_$t | perftest | $b |" >>"$f"
 			done < <(runs)
 			echo >>"$f"
 		done
@@ -158,6 +170,7 @@ case $ROLES in
 client) client_role ;;
 server) server_role ;;
 both) client_role; server_role ;;
-*) echo "-r client|server|both" >&2; exit 2 ;;
+summary) ;;
+*) echo "-r client|server|both|summary" >&2; exit 2 ;;
 esac
 summary

@@ -628,3 +628,63 @@ fn send_lat_client_against_recorded_server() {
     let out = replay("send_lat-s64-n20.jsonl", &args("send", "lat"), Dir::S2c);
     assert!(row(&out).starts_with(" 64      20  "), "{out}");
 }
+
+/// A perftest older than 5.70 (whose messages differ) is told so in one line, and sees its
+/// connection closed cleanly after `iwarp perf`'s own version, as perftest would send it.
+#[test]
+fn an_old_perftest_is_refused_cleanly() {
+    let peer = Peer::spawn(&[
+        "perf",
+        "write",
+        "bw",
+        "-R",
+        "--server",
+        "--bind",
+        "127.0.0.1",
+        "-p",
+        "0",
+    ]);
+    let mut live = Live::new(TcpStream::connect(peer.listening()).expect("connect"));
+    // perftest's MPA Request over siw: revision 2, enhanced, IRD 0, ORD 0.
+    live.send(&hexdec("4d504120494420526571204672616d651002000400000000"));
+    assert!(matches!(live.next(), Item::Frame(_)));
+    let mut version = b"5.60".to_vec();
+    version.resize(16, 0);
+    let msg = Msg {
+        opcode: SEND,
+        tagged: false,
+        stag: 0,
+        to: 0,
+        qn: 0,
+        msn: 1,
+        payload: version,
+    };
+    live.send(&fpdu(&ulpdu(&msg)));
+    match live.next() {
+        Item::Message(m) => assert_eq!(&m.payload[..4], b"6.06"),
+        Item::Frame(f) => panic!("a frame {f:02x?}"),
+    }
+    live.close();
+    let mut child = peer;
+    let status = wait_exit(&mut child);
+    assert_eq!(status, Some(1));
+    let err: Vec<String> = child.stderr.try_iter().collect();
+    assert!(
+        err.iter()
+            .any(|l| l.contains("error:") && l.contains("perftest 5.60")),
+        "{err:?}"
+    );
+}
+
+/// Waits for the peer to exit and returns its exit code.
+fn wait_exit(p: &mut Peer) -> Option<i32> {
+    let child = p.child.as_mut().expect("running");
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            return s.code();
+        }
+        assert!(Instant::now() < deadline, "iwarp perf did not exit");
+        thread::sleep(Duration::from_millis(20));
+    }
+}

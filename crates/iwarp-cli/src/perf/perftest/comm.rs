@@ -25,6 +25,21 @@ pub const RECV_LEN: usize = 4096;
 /// How long an exchange may wait for the peer when no traffic is under way.
 pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Why a connection stopped, in words: the runtime's own wording, except that a
+/// Terminate is spelled out (layer, error, offending message) rather than dumped.
+pub struct Why<'a>(pub &'a iwarp::ConnectionError);
+
+impl std::fmt::Display for Why<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            iwarp::ConnectionError::TerminateReceived(t) => {
+                write!(f, "the peer terminated the stream: {t}")
+            }
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
 /// The exchange channel.
 #[derive(Debug)]
 pub struct Comm {
@@ -151,7 +166,10 @@ impl Comm {
                         | Some(iwarp::ConnectionError::PeerClosed)
                         | Some(iwarp::ConnectionError::LocallyClosed) => {}
                         Some(e) => {
-                            return Err(PerfError::Protocol(format!("data connection {i}: {e}")))
+                            return Err(PerfError::Protocol(format!(
+                                "data connection {i}: {}",
+                                Why(&e)
+                            )))
                         }
                     }
                 }
@@ -181,7 +199,7 @@ impl Comm {
             Some(iwarp::ConnectionError::PeerClosed) | None => {
                 PerfError::PeerGone { peer: "peer", what }
             }
-            Some(e) => PerfError::Protocol(format!("{what}: {e}")),
+            Some(e) => PerfError::Protocol(format!("{what}: {}", Why(&e))),
         }
     }
 

@@ -9,6 +9,7 @@
 //! message count there.
 
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::AtomicU64;
 
 use iwarp::{
     Access, CompletionQueue, MemoryRegion, ProtectionDomain, QueuePair, RegisterOptions, RemoteKey,
@@ -51,6 +52,11 @@ pub struct Data {
     pub mine: Vec<Dest>,
     /// What the peer announced, per queue pair.
     pub peer: Vec<Dest>,
+    /// Write latency: the peer's Writes of the sizes finished so far, and their octets
+    /// (each size is exactly `-n` Writes), to tell a peer writing another size.
+    pub peer_writes_done: AtomicU64,
+    /// See `peer_writes_done`.
+    pub peer_octets_done: AtomicU64,
 }
 
 fn random_u32() -> u32 {
@@ -162,6 +168,8 @@ impl Data {
             cache_line,
             mine,
             peer: vec![Dest::default(); n as usize],
+            peer_writes_done: AtomicU64::new(0),
+            peer_octets_done: AtomicU64::new(0),
         })
     }
 
@@ -284,6 +292,19 @@ impl Data {
                 len: wire::CREDIT_LEN as u32,
             },
         ))
+    }
+
+    /// The first data connection that failed (not merely closed by the peer), and why.
+    pub fn failure(&self) -> Option<(usize, iwarp::ConnectionError)> {
+        self.qps
+            .iter()
+            .enumerate()
+            .find_map(|(i, q)| match q.error() {
+                None
+                | Some(iwarp::ConnectionError::PeerClosed)
+                | Some(iwarp::ConnectionError::LocallyClosed) => None,
+                Some(e) => Some((i, e)),
+            })
     }
 
     /// Closes every data connection gracefully, as perftest's `rdma_disconnect`.

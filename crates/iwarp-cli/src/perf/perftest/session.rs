@@ -315,7 +315,19 @@ impl Run {
             (Some(d), true) => d.qps.clone(),
             _ => Vec::new(),
         };
-        let theirs = self.comm.exchange(m, &mine, &watch).await?;
+        let theirs = match self.comm.exchange(m, &mine, &watch).await {
+            Ok(t) => t,
+            Err(e @ PerfError::PeerGone { .. }) => {
+                // The channel ended because a data connection failed first: say that.
+                return Err(match self.data.as_ref().and_then(Data::failure) {
+                    Some((i, why)) => {
+                        PerfError::Protocol(format!("data connection {i}: {}", comm::Why(&why)))
+                    }
+                    None => e,
+                });
+            }
+            Err(e) => return Err(e),
+        };
         if !m.accepts_len(theirs.len()) {
             return Err(PerfError::Protocol(format!(
                 "the peer sent {} octets where perftest sends its {} ({} octets): {}",
@@ -558,6 +570,11 @@ impl Run {
                 self.print(RESULT_LINE);
                 Ok(())
             }
+            // What breaks in the middle of a run is most often two ends started
+            // differently: say what they must agree on.
+            Err(PerfError::Protocol(m)) if !m.contains("both ends must") => Err(
+                PerfError::Protocol(format!("{m} ({})", same_options(&self.p))),
+            ),
             Err(e) => Err(e),
         }
     }

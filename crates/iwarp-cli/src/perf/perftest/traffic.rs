@@ -17,6 +17,7 @@
 //! memory yields to the runtime between looks (the connection tasks share the cores) and
 //! falls back to short sleeps once the peer has been quiet for a while.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use iwarp::{Completion, CompletionQueue, CompletionStatus, QueuePair};
@@ -24,6 +25,7 @@ use iwarp::{Completion, CompletionQueue, CompletionStatus, QueuePair};
 use crate::perf::error::{PerfError, Result};
 use crate::perf::spec::TestKind;
 
+use super::comm::Why;
 use super::data::Data;
 use super::figures::{bw_figures, lat_duration_figures, lat_figures, BwFigures, BwSamples};
 use super::params::{Length, Params};
@@ -113,7 +115,7 @@ fn check(c: &Completion, qps: &[QueuePair], what: &str) -> Result<()> {
             peer: "peer",
             what: format!("{what} on data connection {i}"),
         },
-        Some(e) => PerfError::Protocol(format!("{what} on data connection {i}: {e}")),
+        Some(e) => PerfError::Protocol(format!("{what} on data connection {i}: {}", Why(&e))),
     })
 }
 
@@ -144,7 +146,11 @@ async fn poll_until<T>(
             return Ok(v);
         }
         if let Some(e) = qp.error() {
-            return Err(PerfError::Protocol(format!("{what}: {e}")));
+            // What the peer sent before it closed is all placed by now: one last look.
+            if let Some(v) = look()? {
+                return Ok(v);
+            }
+            return Err(PerfError::Protocol(format!("{what}: {}", Why(&e))));
         }
         let waited = t0.elapsed();
         if waited > STALL {
@@ -460,7 +466,9 @@ async fn write_lat(
     let qp = &d.qps[0];
     let poll_at = d.poll_offset(size);
     let post_at = d.post_offset(size);
-    let base = qp.stats().one_sided;
+    // The peer's Writes of earlier sizes; its first of this size may be in already.
+    let writes_before = d.peer_writes_done.load(Ordering::Relaxed);
+    let octets_before = d.peer_octets_done.load(Ordering::Relaxed);
     let more = |k: u64| match window {
         Some(w) => !w.over(),
         None => k < n,
@@ -479,11 +487,11 @@ async fn write_lat(
                     return Ok(Some(()));
                 }
                 // The peer's Writes have all landed but not on our last octet: its
-                // messages have another size.
+                // messages have another size. (In a ping-pong the peer cannot be ahead.)
                 let now = qp.stats().one_sided;
-                let writes = now.writes_received - base.writes_received;
-                if writes >= rcnt {
-                    let octets = now.write_octets_received - base.write_octets_received;
+                let writes = now.writes_received.saturating_sub(writes_before);
+                if window.is_none() && writes >= rcnt {
+                    let octets = now.write_octets_received.saturating_sub(octets_before);
                     if octets != writes * size {
                         return Err(PerfError::Protocol(format!(
                             "the peer writes {}-octet messages; this end was started with \
@@ -516,6 +524,8 @@ async fn write_lat(
             ccnt += 1;
         }
     }
+    d.peer_writes_done.fetch_add(rcnt, Ordering::Relaxed);
+    d.peer_octets_done.fetch_add(rcnt * size, Ordering::Relaxed);
     Ok(())
 }
 
