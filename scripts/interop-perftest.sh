@@ -46,12 +46,14 @@ trap cleanup EXIT
 listening() { ss -ltn | grep -q "127.0.0.1:$1 "; }
 wait_listening() { for _ in $(seq 1 100); do listening "$1" && return 0; sleep 0.1; done; return 1; }
 
-# record LISTEN TARGET FILE: a recorder for one run; prints its pid.
+# record LISTEN TARGET DIR: one recorder for a whole role, writing each run's connections
+# to DIR/<run>.jsonl as named in DIR/run (a peer connecting between runs always finds it
+# listening: a closed port there can crash siw, see below).
 record() {
-	python3 "$HERE/tcp-record.py" "$1" "$2" "$3" >"$3.log" 2>&1 &
-	local pid=$!
+	python3 "$HERE/tcp-record.py" "$1" "$2" --tag-file "$3/run" "$3" >"$3/recorder.log" 2>&1 &
+	RECORDER=$!
+	PIDS+=("$RECORDER")
 	wait_listening "$1"
-	echo "$pid"
 }
 
 runs() { for t in $TESTS; do for s in $SIZES; do echo "$t $s"; done; done; }
@@ -71,9 +73,9 @@ client_role() {
 	local guest=$!
 	PIDS+=("$guest")
 	for _ in $(seq 1 600); do grep -q READY "$d/guest.status" 2>/dev/null && break; sleep 0.5; done
+	record "$GSRV_REC" "$GSRV" "$d"
 	while read -r t s; do
-		local rec
-		rec=$(record "$GSRV_REC" "$GSRV" "$d/$t-$s.jsonl")
+		echo "$t-$s" >"$d/run"
 		local status=failed
 		: >"$d/$t-$s.err"
 		for try in $(seq 1 90); do
@@ -90,10 +92,9 @@ client_role() {
 		done
 		rm -f "$d/$t-$s.try"
 		echo "client $t $s: $status $(tail -n 1 "$d/$t-$s.err")"
-		kill "$rec" 2>/dev/null || true
-		wait "$rec" 2>/dev/null || true
 	done < <(runs)
 	wait "$guest" || true
+	kill "$RECORDER" 2>/dev/null || true
 }
 
 server_role() {
@@ -103,21 +104,25 @@ server_role() {
 	while read -r t s; do
 		cmd+="echo '=== $t $s'; for i in \$(seq 1 120); do ib_$t -R -d siw0 -p 18515 -n $ITERS -s $s -F $EXTRA 10.0.2.100 >/tmp/o 2>&1; rc=\$?; [ \$rc = 0 ] && break; sleep 1; done; cat /tmp/o; echo \"=== rc \$rc\"; "
 	done < <(runs)
+	# The guest's clients retry until a server answers. Between two runs the recorder
+	# refuses them (its target is not listening); without it they would meet a closed
+	# port behind slirp's forward, which once crashed the guest's siw (a NULL pointer in
+	# siw_cm_upcall on the odd Reply).
+	echo none >"$d/run"
+	record "$USRV_REC" "$USRV" "$d"
 	"$RIG/run-guest.sh" -f "$((PORTBASE + 99)):9" -g "18515:$USRV_REC" -d "$d/guest" -w none -c 1 "$cmd" >"$d/guest.status" 2>"$d/guest.err" &
 	local guest=$!
 	PIDS+=("$guest")
 	while read -r t s; do
+		echo "$t-$s" >"$d/run"
 		# shellcheck disable=SC2046
 		"$IWARP" perf $(args_of "$t" "$s") --server --bind 127.0.0.1 -p "$USRV" >"$d/$t-$s.out" 2>"$d/$t-$s.err" &
 		local srv=$!
-		wait_listening "$USRV"
-		local rec
-		rec=$(record "$USRV_REC" "$USRV" "$d/$t-$s.jsonl")
 		wait "$srv" && echo "server $t $s: ok" || echo "server $t $s: $(tail -n 1 "$d/$t-$s.err")"
-		kill "$rec" 2>/dev/null || true
-		wait "$rec" 2>/dev/null || true
+		echo none >"$d/run"
 	done < <(runs)
 	wait "$guest" || true
+	kill "$RECORDER" 2>/dev/null || true
 }
 
 # The result rows of one run: the line after the table header, from our output and from

@@ -2,12 +2,19 @@
 """A recording TCP relay for interop captures (the host has no tcpdump).
 
     tcp-record.py LISTEN_PORT TARGET_PORT OUT.jsonl
+    tcp-record.py LISTEN_PORT TARGET_PORT --tag-file FILE DIR
 
 Accepts connections on 127.0.0.1:LISTEN_PORT, connects each one to
 127.0.0.1:TARGET_PORT and relays both ways, writing every chunk as one JSON
 line: {"conn": N, "t": seconds, "dir": "c2s"|"s2c", "hex": "..."} plus
 {"conn": N, "t": ..., "event": "open"|"eof-c2s"|"eof-s2c"|"close"|"reset-..."}.
 "c2s" is what the connecting side (the client) sent. Runs until killed.
+
+With --tag-file, each connection goes to DIR/<tag>.jsonl, the tag being the
+contents of FILE when the connection arrives (connections numbered from 1 in
+each file): one recorder can stay up across runs, so that a peer that
+connects between two runs always finds a listener (and is refused cleanly by
+the missing target) instead of a closed port.
 """
 import asyncio
 import json
@@ -18,12 +25,32 @@ T0 = time.monotonic()
 
 
 class Log:
-    def __init__(self, path):
-        self.f = open(path, "w", buffering=1)
+    def __init__(self, path, mode="w"):
+        self.f = open(path, mode, buffering=1)
 
     def write(self, **rec):
         rec["t"] = round(time.monotonic() - T0, 6)
         self.f.write(json.dumps(rec) + "\n")
+
+
+class Tagged:
+    """Logs of several runs: the file and connection numbers of each tag."""
+
+    def __init__(self, tag_file, directory):
+        self.tag_file, self.directory = tag_file, directory
+        self.logs, self.counts = {}, {}
+
+    def open(self):
+        try:
+            with open(self.tag_file) as f:
+                tag = f.read().strip() or "untagged"
+        except OSError:
+            tag = "untagged"
+        if tag not in self.logs:
+            self.logs[tag] = Log(f"{self.directory}/{tag}.jsonl", "a")
+            self.counts[tag] = 0
+        self.counts[tag] += 1
+        return self.logs[tag], self.counts[tag]
 
 
 async def pump(conn, direction, reader, writer, log):
@@ -46,19 +73,29 @@ async def pump(conn, direction, reader, writer, log):
 
 
 async def main():
-    listen, target, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    log = Log(out)
-    count = 0
+    listen, target = int(sys.argv[1]), int(sys.argv[2])
+    if sys.argv[3] == "--tag-file":
+        tagged = Tagged(sys.argv[4], sys.argv[5])
+    else:
+        single = Log(sys.argv[3])
+        count = [0]
+
+        class One:
+            def open(self):
+                count[0] += 1
+                return single, count[0]
+
+        tagged = One()
 
     async def handle(creader, cwriter):
-        nonlocal count
-        count += 1
-        conn = count
+        log, conn = tagged.open()
         try:
             sreader, swriter = await asyncio.open_connection("127.0.0.1", target)
         except OSError as e:
+            # Close with FIN, not RST: a forwarder in between (the rig's guestfwd relay)
+            # must end quietly, or it may write its traceback into the connection.
             log.write(conn=conn, event="refused", error=str(e))
-            cwriter.transport.abort()
+            cwriter.close()
             return
         log.write(conn=conn, event="open")
         await asyncio.gather(

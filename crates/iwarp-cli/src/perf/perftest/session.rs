@@ -37,6 +37,8 @@ pub const MIN_PEER_VERSION: f64 = 5.70;
 const CONNECT_TRIES: u32 = 50;
 /// Pause between those tries (perftest's own: 100 ms).
 const CONNECT_PAUSE: Duration = Duration::from_millis(100);
+/// How long a server waits at the end for its client to close first, as it does.
+const PEER_CLOSES_FIRST: Duration = Duration::from_secs(5);
 
 /// Knobs of the connections themselves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -561,6 +563,19 @@ impl Run {
     /// Ends the run: closes the connections gracefully whatever happened, prints the
     /// closing line of a good run.
     async fn finish(&mut self, result: Result<()>) -> Result<()> {
+        if self.p.side == Side::Server && result.is_ok() {
+            // perftest's client closes first, its server after; a perftest client whose
+            // server closed first was seen to crash on its way out (6.06 over siw).
+            let closed = async {
+                if let Some(d) = &self.data {
+                    for qp in &d.qps {
+                        qp.closed().await;
+                    }
+                }
+                self.comm.qp().closed().await;
+            };
+            let _ = tokio::time::timeout(PEER_CLOSES_FIRST, closed).await;
+        }
         if let Some(d) = &self.data {
             d.disconnect().await;
         }
