@@ -3,12 +3,21 @@
 //!
 //! * [`perf`]: perftest-style bandwidth and latency tests, iWARP and a plain-TCP baseline.
 //! * [`ping`]: the rping connectivity test, wire-compatible with rdma-core's `rping`.
-//! * [`decode`]: a capture decoder, pcap or pcapng in, MPA/IFT, DDP and RDMAP out.
+//! * `decode`: a capture decoder, pcap or pcapng in, MPA/IFT, DDP and RDMAP out (feature
+//!   `decode`, on by default).
 //! * [`soak`]: a soak test, many connections of mixed traffic with every octet checked.
+//!
+//! Around them: [`cli`] (the command as a whole, its exit statuses), [`logging`] (the
+//! `tracing` subscriber, `-v` and `RUST_LOG`) and [`manual`] (shell completions and manual
+//! pages generated from the command).
 
 #![forbid(unsafe_code)]
 
+pub mod cli;
+#[cfg(feature = "decode")]
 pub mod decode;
+pub mod logging;
+pub mod manual;
 pub mod perf;
 pub mod ping;
 pub mod soak;

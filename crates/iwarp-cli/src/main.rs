@@ -2,46 +2,49 @@
 
 #![forbid(unsafe_code)]
 
+use std::future::Future;
+use std::io;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-
-use iwarp_cli::decode::{self, args::DecodeArgs};
-use iwarp_cli::perf::{self, args::PerfArgs};
-use iwarp_cli::ping::{self, args::PingArgs};
-use iwarp_cli::soak::{self, args::SoakArgs};
-
-/// iWARP over TCP, from the command line.
-#[derive(Parser, Debug)]
-#[command(name = "iwarp", version, about, propagate_version = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Bandwidth and latency tests in the style of perftest (ib_write_bw, ib_read_lat, ...),
-    /// iWARP and plain TCP side by side. With no arguments: a loopback write bandwidth test.
-    Perf(PerfArgs),
-    /// The rping connectivity test, wire-compatible with rdma-core's rping in both roles:
-    /// --server (rping -s) or --connect HOST (rping -c -a HOST).
-    Ping(PingArgs),
-    /// Decode a pcap or pcapng capture of iWARP traffic: MPA startup frames (or IFT
-    /// indications), FPDUs with CRC and markers, DDP and RDMAP, like tshark.
-    Decode(DecodeArgs),
-    /// A soak test: many connections of mixed Send, RDMA Write and RDMA Read traffic for a
-    /// while, every octet checked; a summary with the errors (0 for a good run).
-    Soak(SoakArgs),
-}
+use iwarp_cli::cli::{exit, Cli, Command};
+#[cfg(feature = "decode")]
+use iwarp_cli::decode;
+use iwarp_cli::{logging, manual, perf, ping, soak};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // The decoder is synchronous: no runtime for it.
-    let cli = match cli.command {
-        Command::Decode(args) => return decode::run(args),
-        command => Cli { command },
-    };
+    let cli = Cli::parse_args();
+    logging::init(cli.verbosity());
+    match cli.command {
+        Command::Perf(args) => on_runtime(async {
+            match perf::run(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("iwarp perf: error: {e}");
+                    ExitCode::from(e.exit_code())
+                }
+            }
+        }),
+        Command::Ping(args) => on_runtime(ping::main(args)),
+        Command::Soak(args) => on_runtime(soak::main(args)),
+        // The decoder and the generated documents are synchronous: no runtime for them.
+        #[cfg(feature = "decode")]
+        Command::Decode(args) => decode::run(args),
+        Command::Completions(args) => written(
+            "completions",
+            manual::completions(args.shell, &mut io::stdout()),
+        ),
+        Command::Man(args) => written(
+            "man",
+            match &args.dir {
+                Some(dir) => manual::pages(dir).map(drop),
+                None => manual::page(&mut io::stdout()),
+            },
+        ),
+    }
+}
+
+/// Runs a subcommand on a multi-threaded tokio runtime.
+fn on_runtime(subcommand: impl Future<Output = ExitCode>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -49,30 +52,24 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("iwarp: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(exit::FAILURE);
         }
     };
-    let result = match cli.command {
-        Command::Perf(args) => runtime.block_on(perf::run(args)),
-        Command::Ping(args) => {
-            let code = runtime.block_on(ping::main(args));
-            runtime.shutdown_background();
-            return code;
-        }
-        Command::Decode(args) => return decode::run(args),
-        Command::Soak(args) => {
-            let code = runtime.block_on(soak::main(args));
-            runtime.shutdown_background();
-            return code;
-        }
-    };
+    let code = runtime.block_on(subcommand);
     // Do not wait for stray tasks (a loopback server blocked in accept, say).
     runtime.shutdown_background();
+    code
+}
+
+/// The exit status of a subcommand that writes a document.
+fn written(what: &str, result: io::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`| head`): not a failure of ours.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("iwarp perf: error: {e}");
-            ExitCode::from(e.exit_code())
+            eprintln!("iwarp {what}: cannot write: {e}");
+            ExitCode::from(exit::FAILURE)
         }
     }
 }

@@ -41,6 +41,7 @@ use crate::error::Error;
 use crate::info::ConnectionInfo;
 use crate::qp::QueuePair;
 use crate::socket;
+use crate::startup_log::{self, StartupLog};
 
 /// Startups a listener runs at once at most, so that a flood of silent
 /// peers costs bounded memory; past it, the oldest is closed for the newest.
@@ -227,11 +228,14 @@ where
     M: StartupMachine,
     Error: From<M::Error>,
 {
-    let result = exchange(stream, m, pending).await;
-    if result.is_err() {
+    let mut log = StartupLog::new(stream.peer_addr().ok());
+    let result = exchange(stream, m, pending, &mut log).await;
+    if let Err(e) = &result {
+        log.failed(e);
         let mut owed = false;
         while let Some(out) = m.poll_transmit() {
             owed = true;
+            log.sent(&out);
             if stream.write_all(&out).await.is_err() {
                 break;
             }
@@ -248,6 +252,7 @@ async fn exchange<M>(
     stream: &mut TcpStream,
     m: &mut M,
     mut pending: Vec<u8>,
+    log: &mut StartupLog,
 ) -> Result<(M::Event, Vec<u8>), Error>
 where
     M: StartupMachine,
@@ -256,6 +261,7 @@ where
     let mut buf = vec![0u8; STARTUP_READ];
     loop {
         while let Some(out) = m.poll_transmit() {
+            log.sent(&out);
             stream.write_all(&out).await?;
         }
         if let Some(event) = m.poll_event() {
@@ -266,6 +272,7 @@ where
         }
         if !pending.is_empty() {
             let used = m.handle_input(&pending, Instant::now())?;
+            log.took(&pending[..used]);
             pending.drain(..used);
             if used > 0 {
                 continue;
@@ -276,6 +283,7 @@ where
             Some(0) => m.handle_eof()?,
             Some(n) => {
                 let used = m.handle_input(&buf[..n], Instant::now())?;
+                log.took(&buf[..used]);
                 pending.extend_from_slice(&buf[used..n]);
             }
         }
@@ -345,6 +353,7 @@ fn start(
     };
     let mut info = info;
     info.mulpdu = framer.mulpdu(emss);
+    startup_log::established(stream.peer_addr().ok(), &info);
     let mut engine = QueuePairConfig::new(qp.pd.id, next_stream_id());
     engine.send_queue_depth = config.send_queue_depth;
     engine.recv_queue_depth = config.recv_queue_depth;
@@ -612,6 +621,7 @@ impl ConnectRequest {
                 m.handle_timeout(Instant::now())?;
                 m.accept_with(private_data, ird_ord)?;
                 while let Some(out) = m.poll_transmit() {
+                    StartupLog::new(Some(self.peer)).sent(&out);
                     self.stream.write_all(&out).await?;
                 }
                 Settled::Mpa(
@@ -640,6 +650,7 @@ impl ConnectRequest {
         if let Machine::Mpa(m) = &mut self.machine {
             m.reject(private_data)?;
             while let Some(out) = m.poll_transmit() {
+                StartupLog::new(Some(self.peer)).sent(&out);
                 self.stream.write_all(&out).await?;
             }
         }

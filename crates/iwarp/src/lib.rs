@@ -27,6 +27,13 @@
 
 pub use iwarp_proto as proto;
 
+// The user guide's Rust blocks, compiled (and the first one run) as doc
+// tests. The guide is docs/guide.md, linked into this crate so that its
+// package carries it too.
+#[cfg(doctest)]
+#[doc = include_str!("../guide.md")]
+struct Guide;
+
 mod cm;
 mod config;
 mod connection;
@@ -36,6 +43,7 @@ mod info;
 mod memory;
 mod qp;
 mod socket;
+mod startup_log;
 
 pub use cm::{accept_stream, connect, connect_stream, ConnectRequest, Listener};
 pub use config::{Config, Framing, QpOptions};

@@ -40,7 +40,7 @@ pub(crate) fn emss(stream: &TcpStream) -> usize {
         target_os = "freebsd"
     ))]
     {
-        if let Ok(mss) = sock.mss() {
+        if let Ok(mss) = sock.tcp_mss() {
             if mss > 0 {
                 return mss as usize;
             }

@@ -88,9 +88,15 @@ pub struct PingArgs {
     #[arg(short = 'V', long)]
     pub validate: bool,
 
-    /// Print each protocol step and the connection's parameters on stderr.
+    /// Print each protocol step and the connection's parameters on stderr, with the
+    /// stack's debug events (each startup frame, decoded); as `iwarp -vv ping`.
     #[arg(short = 'd', long)]
     pub debug: bool,
+
+    /// Results as JSON on stdout, one object per line: the client's summary ("type":
+    /// "summary"), or a server's line per client served ("type": "client").
+    #[arg(long, conflicts_with = "verbose")]
+    pub json: bool,
 
     /// Persistent server: serve clients until killed, each on its own connection, at once
     /// if they come at once (rping -P).
@@ -178,6 +184,8 @@ pub struct PingConfig {
     pub verbose: bool,
     /// Print protocol steps.
     pub debug: bool,
+    /// Results as JSON lines.
+    pub json: bool,
     /// MPA CRC policy.
     pub crc: CrcPolicy,
     /// How long to wait for the connection and each answer; `None`: for ever.
@@ -220,6 +228,7 @@ impl PingArgs {
             size: self.size,
             verbose: self.verbose,
             debug: self.debug,
+            json: self.json,
             crc: self.crc.into(),
             timeout: (self.timeout > 0.0).then(|| Duration::from_secs_f64(self.timeout)),
         })

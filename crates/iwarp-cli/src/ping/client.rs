@@ -82,8 +82,14 @@ pub async fn run(cfg: &PingConfig, job: &ClientJob<'_>) -> Result<()> {
         elapsed,
         interrupted,
     };
+    let text = if cfg.json {
+        let error = outcome.as_ref().err().map(ToString::to_string);
+        format!("{}\n", summary.json(error.as_deref()))
+    } else {
+        summary.render()
+    };
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(summary.render().as_bytes());
+    let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     outcome
 }

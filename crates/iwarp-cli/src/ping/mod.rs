@@ -19,8 +19,10 @@
 //! | [`error`] | what can go wrong, in words |
 //!
 //! Output: `-v` data lines on stdout exactly as rping prints them (`ping data: ...`,
-//! `server ping data: ...`); the client's closing summary on stdout; the server's
-//! connection notices, `-d` lines and errors on stderr.
+//! `server ping data: ...`); the client's closing summary on stdout (`--json`: as one JSON
+//! object, and a server's line per client); the server's connection notices and errors on
+//! stderr. `-d` lines are `tracing` debug events (`iwarp -vv ping` or `RUST_LOG` show them
+//! too), next to the stack's own.
 
 pub mod args;
 pub mod client;
@@ -81,7 +83,6 @@ pub async fn run(args: PingArgs) -> Result<()> {
 pub(crate) struct Log {
     /// `-v`: print each ping's data.
     pub verbose: bool,
-    debug: bool,
     /// The client a server's debug line is about.
     peer: Option<SocketAddr>,
 }
@@ -90,7 +91,6 @@ impl From<&PingConfig> for Log {
     fn from(cfg: &PingConfig) -> Self {
         Self {
             verbose: cfg.verbose,
-            debug: cfg.debug,
             peer: None,
         }
     }
@@ -105,13 +105,12 @@ impl Log {
         }
     }
 
-    /// A `-d` line on stderr.
+    /// A `-d` line: a debug event, shown when the log's filter lets it through (`-d` sets
+    /// it to debugging).
     fn debug(&self, args: fmt::Arguments<'_>) {
-        if self.debug {
-            match self.peer {
-                Some(p) => eprintln!("iwarp ping: debug: {p}: {args}"),
-                None => eprintln!("iwarp ping: debug: {args}"),
-            }
+        match self.peer {
+            Some(peer) => tracing::debug!(%peer, "{args}"),
+            None => tracing::debug!("{args}"),
         }
     }
 }

@@ -6,7 +6,10 @@
 //! run uses constant memory.
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::time::Duration;
+
+use serde::Serialize;
 
 /// Running round-trip statistics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,6 +93,66 @@ impl Summary {
     }
 }
 
+/// The summary as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct SummaryJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    target: &'a str,
+    size: u32,
+    pings: u64,
+    bytes: u64,
+    elapsed_ms: f64,
+    rtt_min_ms: Option<f64>,
+    rtt_avg_ms: Option<f64>,
+    rtt_max_ms: Option<f64>,
+    interrupted: bool,
+    error: Option<&'a str>,
+}
+
+impl Summary {
+    /// The summary as one JSON object (no newline), with the error that ended the run, if
+    /// one did.
+    pub fn json(&self, error: Option<&str>) -> String {
+        // Milliseconds to the microsecond, as the text says them.
+        let ms = |d: Duration| (d.as_secs_f64() * 1e6).round() / 1e3;
+        serde_json::to_string(&SummaryJson {
+            kind: "summary",
+            target: &self.target,
+            size: self.size,
+            pings: self.rtt.count,
+            bytes: self.rtt.count * u64::from(self.size),
+            elapsed_ms: ms(self.elapsed),
+            rtt_min_ms: self.rtt.min.map(ms),
+            rtt_avg_ms: self.rtt.avg().map(ms),
+            rtt_max_ms: self.rtt.max.map(ms),
+            interrupted: self.interrupted,
+            error,
+        })
+        .unwrap_or_default()
+    }
+}
+
+/// A server's line about one client, as `--json` prints it: who, how many pings, and the
+/// error that ended the session, if one did.
+pub fn served_json(peer: SocketAddr, pings: u64, error: Option<&str>) -> String {
+    #[derive(Serialize)]
+    struct Served<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        peer: String,
+        pings: u64,
+        error: Option<&'a str>,
+    }
+    serde_json::to_string(&Served {
+        kind: "client",
+        peer: peer.to_string(),
+        pings,
+        error,
+    })
+    .unwrap_or_default()
+}
+
 fn ms_value(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
 }
@@ -125,6 +188,41 @@ mod tests {
             "--- 127.0.0.1:7174 iwarp ping statistics ---\n\
              3 pings of 64 bytes, 192 bytes each way, time 1.500 ms\n\
              rtt min/avg/max = 0.100/0.200/0.300 ms\n"
+        );
+    }
+
+    #[test]
+    fn json_forms() {
+        let mut rtt = RttStats::default();
+        rtt.add(Duration::from_micros(250));
+        let s = Summary {
+            target: "h (192.0.2.1:7174)".into(),
+            size: 64,
+            rtt,
+            elapsed: Duration::from_micros(500),
+            interrupted: false,
+        };
+        let v: serde_json::Value = serde_json::from_str(&s.json(None)).unwrap();
+        assert_eq!(v["type"], "summary");
+        assert_eq!(v["target"], "h (192.0.2.1:7174)");
+        assert_eq!(
+            (v["pings"].as_u64(), v["bytes"].as_u64()),
+            (Some(1), Some(64))
+        );
+        assert_eq!(v["rtt_avg_ms"].as_f64(), Some(0.25));
+        assert_eq!(v["elapsed_ms"].as_f64(), Some(0.5));
+        assert!(v["error"].is_null());
+        let empty = Summary {
+            rtt: RttStats::default(),
+            ..s
+        };
+        let v: serde_json::Value = serde_json::from_str(&empty.json(Some("refused"))).unwrap();
+        assert!(v["rtt_min_ms"].is_null());
+        assert_eq!(v["error"], "refused");
+        let line = served_json("192.0.2.1:5000".parse().unwrap(), 3, None);
+        assert_eq!(
+            line,
+            r#"{"type":"client","peer":"192.0.2.1:5000","pings":3,"error":null}"#
         );
     }
 

@@ -20,6 +20,7 @@ use super::args::PingConfig;
 use super::endpoint::{register, Buffers, Endpoint};
 use super::error::{Peer, PingError, Result};
 use super::message::{c_str, INFO_LEN, MAX_SIZE};
+use super::report::served_json;
 use super::Log;
 
 /// What a "go" Send carries: nothing anyone reads, as in rping.
@@ -115,6 +116,16 @@ async fn serve(cfg: &PingConfig, request: ConnectRequest) -> Result<()> {
         session.served,
         if session.served == 1 { "ping" } else { "pings" }
     );
+    if cfg.json {
+        let error = outcome.as_ref().err().map(ToString::to_string);
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "{}",
+            served_json(peer, session.served, error.as_deref())
+        );
+        let _ = out.flush();
+    }
     outcome
 }
 

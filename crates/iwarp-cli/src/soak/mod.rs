@@ -72,14 +72,15 @@ pub fn ack_payload_len(op: u32, max: usize) -> usize {
     (pattern::seed(0, op, pattern::Stream::Ack, op) % (ack_len(max) as u64 + 1)) as usize
 }
 
-/// Runs `iwarp soak`; the exit status is 0 only for a run without errors.
+/// Runs `iwarp soak`; the exit status is 0 only for a run without errors, 1 for a run
+/// with errors or one that could not start (status 2 is kept for usage errors).
 pub async fn main(args: SoakArgs) -> ExitCode {
     match run(&args).await {
         Ok(summary) if summary.errors == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("iwarp soak: error: {e}");
-            ExitCode::from(2)
+            ExitCode::FAILURE
         }
     }
 }

@@ -6,12 +6,24 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 use std::io::Read;
-use std::process::{Child, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
+
+/// `iwarp ARGS`, ready to spawn: no standard input, both outputs piped, and no
+/// `RUST_LOG` from the test's environment (set one with `.env` to test it).
+pub fn iwarp_command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
 
 /// What a finished child printed, and how it ended.
 pub struct Output {
