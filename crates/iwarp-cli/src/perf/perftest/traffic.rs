@@ -254,10 +254,14 @@ pub async fn bw_client(d: &Data, p: &Params, size: u64) -> Result<BwFigures> {
         } else if credits && (window.is_some() || done < total) {
             // Everything sent has completed; only a credit can let more go.
             let seen: Vec<u32> = (0..q).map(|i| d.credit(i, scnt[i])).collect();
-            poll_until(&d.qps[0], "waiting for the receiver's credit", || {
-                let moved = (0..q).any(|i| d.credit(i, scnt[i]) != seen[i]);
-                Ok((moved || window.is_some_and(|w| w.over())).then_some(()))
-            })
+            poll_until(
+                &d.qps[0],
+                "waiting for the receiver's credit on data connection 0",
+                || {
+                    let moved = (0..q).any(|i| d.credit(i, scnt[i]) != seen[i]);
+                    Ok((moved || window.is_some_and(|w| w.over())).then_some(()))
+                },
+            )
             .await?;
         }
     }
@@ -479,29 +483,33 @@ async fn write_lat(
         if (window.is_some() || rcnt < n) && (client || scnt >= 1) {
             rcnt += 1;
             let want = rcnt as u8;
-            poll_until(qp, "waiting for the peer's RDMA Write", || {
-                if d.region.read_with(|b| b.get(poll_at).copied()) == Some(want) {
-                    return Ok(Some(()));
-                }
-                if window.is_some_and(|w| w.over()) {
-                    return Ok(Some(()));
-                }
-                // The peer's Writes have all landed but not on our last octet: its
-                // messages have another size. (In a ping-pong the peer cannot be ahead.)
-                let now = qp.stats().one_sided;
-                let writes = now.writes_received.saturating_sub(writes_before);
-                if window.is_none() && writes >= rcnt {
-                    let octets = now.write_octets_received.saturating_sub(octets_before);
-                    if octets != writes * size {
-                        return Err(PerfError::Protocol(format!(
-                            "the peer writes {}-octet messages; this end was started with \
-                             -s {size}: run both ends with the same size",
-                            octets / writes.max(1)
-                        )));
+            poll_until(
+                qp,
+                "waiting for the peer's RDMA Write on data connection 0",
+                || {
+                    if d.region.read_with(|b| b.get(poll_at).copied()) == Some(want) {
+                        return Ok(Some(()));
                     }
-                }
-                Ok(None)
-            })
+                    if window.is_some_and(|w| w.over()) {
+                        return Ok(Some(()));
+                    }
+                    // The peer's Writes have all landed but not on our last octet: its
+                    // messages have another size. (In a ping-pong the peer cannot be ahead.)
+                    let now = qp.stats().one_sided;
+                    let writes = now.writes_received.saturating_sub(writes_before);
+                    if window.is_none() && writes >= rcnt {
+                        let octets = now.write_octets_received.saturating_sub(octets_before);
+                        if octets != writes * size {
+                            return Err(PerfError::Protocol(format!(
+                                "the peer writes {}-octet messages; this end was started with \
+                             -s {size}: run both ends with the same size",
+                                octets / writes.max(1)
+                            )));
+                        }
+                    }
+                    Ok(None)
+                },
+            )
             .await?;
             if window.is_some_and(|w| w.over()) {
                 break;
