@@ -139,6 +139,22 @@ fn every_test_at_both_ends() {
     }
 }
 
+/// `-b`: both ends send and print the sum of the two reports, so the same row.
+#[test]
+fn bidirectional() {
+    for test in ["write", "read", "send"] {
+        let args = [test, "bw", "-R", "-b", "-s", "4096", "-n", "50", "-q", "2"];
+        let (server, client) = pair(&args, &args);
+        ok(&server, &format!("{test} server"));
+        ok(&client, &format!("{test} client"));
+        let c = rows(&client.stdout);
+        assert_eq!(c.len(), 1, "{test}: {}", client.stdout);
+        assert_eq!(size_iters(&c[0]), (4096, 100), "{test}");
+        assert_eq!(rows(&server.stdout), c, "{test}");
+        assert!(client.stdout.contains(" Bidirectional BW Test"));
+    }
+}
+
 /// `-a` runs every size from 2 to 8 MiB at both ends, with a hand shake around each size
 /// of a send test.
 #[test]

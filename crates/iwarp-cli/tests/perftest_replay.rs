@@ -224,6 +224,10 @@ struct Live {
     stream: TcpStream,
     reader: Reader,
     ready: Vec<Item>,
+    /// Messages read ahead of their turn: another kind of message may come first (a
+    /// bidirectional end sends its Sends and its credit Writes, or its Read Requests and
+    /// Read Responses, in whatever order its timing gives; each kind keeps its own).
+    ahead: Vec<Msg>,
 }
 
 impl Live {
@@ -234,6 +238,29 @@ impl Live {
             stream,
             reader: Reader::default(),
             ready: Vec::new(),
+            ahead: Vec::new(),
+        }
+    }
+
+    /// The next message of the kind of `like` (opcode, tagged or not, queue).
+    fn next_like(&mut self, like: &Msg) -> Msg {
+        let kind = |m: &Msg| (m.opcode, m.tagged, m.qn);
+        if let Some(at) = self.ahead.iter().position(|m| kind(m) == kind(like)) {
+            return self.ahead.remove(at);
+        }
+        loop {
+            match self.next() {
+                Item::Message(m) if kind(&m) == kind(like) => return m,
+                Item::Message(m) => {
+                    self.ahead.push(m);
+                    assert!(
+                        self.ahead.len() < 4096,
+                        "no {like:?} among {:?}",
+                        self.ahead
+                    );
+                }
+                Item::Frame(f) => panic!("a startup frame {f:02x?} where {like:?} was due"),
+            }
         }
     }
 
@@ -259,8 +286,12 @@ impl Live {
         let mut rest = Vec::new();
         match self.stream.read_to_end(&mut rest) {
             Ok(_) => assert!(
-                self.ready.is_empty() && rest.is_empty() && self.reader.buf.is_empty(),
-                "octets after the end: {rest:02x?}"
+                self.ready.is_empty()
+                    && self.ahead.is_empty()
+                    && rest.is_empty()
+                    && self.reader.buf.is_empty(),
+                "octets after the end: {rest:02x?} {:?}",
+                self.ahead
             ),
             Err(e) => panic!("iwarp perf did not close cleanly: {e}"),
         }
@@ -277,6 +308,9 @@ struct Keys {
     report_fields: u32,
     /// Write latency: the last octet of each Write is a sequence number.
     write_lat: bool,
+    /// `iwarp perf` sends a real report (a client, or either end with -b); a passive
+    /// server sends whatever.
+    live_reports: bool,
 }
 
 impl Keys {
@@ -380,7 +414,7 @@ impl Drop for Peer {
 
 /// Checks a message `iwarp perf` sent against the one the recorded perftest sent in its
 /// place (`client`: iwarp perf plays the client), learning the buffers it announced.
-fn check(live: &Msg, rec: &Msg, client: bool, keys: &mut Keys, what: &str) {
+fn check(live: &Msg, rec: &Msg, keys: &mut Keys, what: &str) {
     assert_eq!(
         (
             live.opcode,
@@ -417,13 +451,13 @@ fn check(live: &Msg, rec: &Msg, client: bool, keys: &mut Keys, what: &str) {
             keys.learn((be32(r), be64(&r[4..])), (be32(l), be64(&l[4..])));
             assert_eq!(&l[12..], &r[12..], "{what}: length and source");
         }
-        // The report, on the exchange channel: from the client, size and iterations as
-        // recorded and rates of our own; a server's is whatever perftest's buffer held.
+        // The report, on the exchange channel: size and iterations as recorded and rates
+        // of our own; a passive server's is whatever perftest's buffer held.
         SEND if rec.qn == 0 && rec.payload.len() == 8 => {
             keys.report_fields += 1;
-            if client && keys.report_fields <= 2 {
+            if keys.live_reports && keys.report_fields <= 2 {
                 assert_eq!(live.payload, rec.payload, "{what}: report");
-            } else if client {
+            } else if keys.live_reports {
                 let v = f64::from_be_bytes(live.payload[..8].try_into().unwrap());
                 assert!(v.is_finite() && v >= 0.0, "{what}: {v}");
             }
@@ -458,6 +492,7 @@ fn replay(name: &str, args: &[&str], me: Dir) -> String {
     let rec = Recording::load(name);
     let mut keys = Keys {
         write_lat: name.starts_with("write_lat"),
+        live_reports: me == Dir::S2c || args.contains(&"-b"),
         ..Keys::default()
     };
     let mut conns: HashMap<u32, Live> = HashMap::new();
@@ -509,10 +544,10 @@ fn replay(name: &str, args: &[&str], me: Dir) -> String {
                 }
                 live.send(&fpdu(&ulpdu(&m)));
             }
-            (Item::Message(m), false) => match live.next() {
-                Item::Message(l) => check(&l, m, me == Dir::S2c, &mut keys, &what),
-                Item::Frame(f) => panic!("{what}: a startup frame {f:02x?}"),
-            },
+            (Item::Message(m), false) => {
+                let l = live.next_like(m);
+                check(&l, m, &mut keys, &what);
+            }
         }
     }
     // perftest's client closes first, data connections before the exchange channel.
@@ -627,6 +662,42 @@ fn send_lat_server_against_recorded_client() {
 fn send_lat_client_against_recorded_server() {
     let out = replay("send_lat-s64-n20.jsonl", &args("send", "lat"), Dir::S2c);
     assert!(row(&out).starts_with(" 64      20  "), "{out}");
+}
+
+/// Bidirectional: both ends write (the server without waiting for anything from the
+/// client), trade real reports and print their sum, the same row at both ends.
+#[test]
+fn write_bw_bidirectional_server_against_recorded_client() {
+    let mut a = args("write", "bw");
+    a.push("-b");
+    let out = replay("write_bw-b-s64-n20.jsonl", &a, Dir::C2s);
+    assert!(row(&out).starts_with(" 64         20  "), "{out}");
+    assert!(out.contains("RDMA_Write Bidirectional BW Test"));
+}
+
+#[test]
+fn write_bw_bidirectional_client_against_recorded_server() {
+    let mut a = args("write", "bw");
+    a.push("-b");
+    let out = replay("write_bw-b-s64-n20.jsonl", &a, Dir::S2c);
+    assert!(row(&out).starts_with(" 64         20  "), "{out}");
+}
+
+/// Bidirectional Sends: each end sends within the credit the other returns.
+#[test]
+fn send_bw_bidirectional_server_against_recorded_client() {
+    let mut a = args("send", "bw");
+    a.push("-b");
+    let out = replay("send_bw-b-s64-n20.jsonl", &a, Dir::C2s);
+    assert!(row(&out).starts_with(" 64         20  "), "{out}");
+}
+
+#[test]
+fn send_bw_bidirectional_client_against_recorded_server() {
+    let mut a = args("send", "bw");
+    a.push("-b");
+    let out = replay("send_bw-b-s64-n20.jsonl", &a, Dir::S2c);
+    assert!(row(&out).starts_with(" 64         20  "), "{out}");
 }
 
 /// A perftest older than 5.70 (whose messages differ) is told so in one line, and sees its

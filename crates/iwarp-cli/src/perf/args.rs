@@ -86,9 +86,14 @@ pub struct PerfArgs {
     #[arg(short = 'Q', long = "cq-mod")]
     pub cq_mod: Option<u32>,
 
+    /// Bidirectional bandwidth: both ends send, each prints the sum (perftest `-b`;
+    /// --perftest only).
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+
     /// Speak perftest's own protocol, as its rdma_cm mode (`-R`) does: run against, or
     /// serve, `ib_write_bw -R`, `ib_read_lat -R` and the rest. Both ends take the same test
-    /// and options (-s/-a, -n/-D, -q, -t, -r), as perftest requires.
+    /// and options (-s/-a, -n/-D, -q, -t, -r, -b), as perftest requires.
     #[arg(short = 'R', long = "perftest", visible_alias = "rdma_cm")]
     pub perftest: bool,
 
@@ -220,6 +225,7 @@ impl PerfArgs {
             cq_mod: self.cq_mod,
             no_peak: self.no_peak,
             gbits: self.report_gbits,
+            duplex: self.bidirectional,
         };
         let test = self.test.unwrap_or(TestKind::Write);
         let measure = self.measure.unwrap_or(Measure::Bw);
@@ -256,6 +262,7 @@ impl PerfArgs {
         let perftest_only = [
             (self.rx_depth.is_some(), "--rx-depth"),
             (self.cq_mod.is_some(), "--cq-mod"),
+            (self.bidirectional, "--bidirectional"),
         ];
         if let Some((_, name)) = perftest_only.iter().find(|(g, _)| *g) {
             return Err(PerfError::Usage(format!("{name} needs --perftest")));

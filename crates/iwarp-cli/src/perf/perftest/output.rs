@@ -32,9 +32,10 @@ fn verb(test: TestKind) -> &'static str {
 /// perftest's banner for this end: test, connection and queue settings.
 pub fn test_info(p: &Params, qps: u32, mtu_octets: u32) -> String {
     let mut out = String::new();
-    let kind = match p.measure {
-        Measure::Bw => "BW ",
-        Measure::Lat => "Latency ",
+    let kind = match (p.measure, p.duplex) {
+        (Measure::Bw, false) => "BW ",
+        (Measure::Bw, true) => "Bidirectional BW ",
+        (Measure::Lat, _) => "Latency ",
     };
     let _ = writeln!(out, "{RESULT_LINE}");
     let _ = writeln!(out, "                    {} {kind}Test", verb(p.test));
@@ -43,10 +44,10 @@ pub fn test_info(p: &Params, qps: u32, mtu_octets: u32) -> String {
     let _ = writeln!(out, " Connection type : RC\t\tUsing SRQ      : OFF");
     let _ = writeln!(out, " PCIe relax order: Unsupported");
     let _ = writeln!(out, " ibv_wr* API     : OFF");
-    if p.side == Side::Client {
+    if p.side == Side::Client || p.duplex {
         let _ = writeln!(out, " TX depth        : {}", p.tx_depth);
     }
-    if p.test == TestKind::Send && p.side == Side::Server {
+    if p.test == TestKind::Send && (p.side == Side::Server || p.duplex) {
         let _ = writeln!(out, " RX depth        : {}", p.rx_depth);
     }
     if p.measure == Measure::Bw {

@@ -98,6 +98,8 @@ pub struct Options {
     pub no_peak: bool,
     /// `--report_gbits`.
     pub gbits: bool,
+    /// `-b`: both ends send.
+    pub duplex: bool,
 }
 
 /// A perftest run's parameters, as perftest would settle them.
@@ -131,6 +133,8 @@ pub struct Params {
     pub no_peak: bool,
     /// Bandwidth in Gb/s instead of MiB/s.
     pub gbits: bool,
+    /// `-b`: both ends send, and each prints the sum of the two reports.
+    pub duplex: bool,
 }
 
 impl Params {
@@ -148,6 +152,9 @@ impl Params {
         }
         if opts.duration.is_some() && opts.iters.is_some() {
             return Err("-n and -D exclude each other".into());
+        }
+        if opts.duplex && !bw {
+            return Err("-b (bidirectional) is for bandwidth tests".into());
         }
         let length = match opts.duration {
             Some(0) => return Err("-D must be at least 1 second".into()),
@@ -242,7 +249,7 @@ impl Params {
             Length::Iterations(n) if bw && n > PEAK_ITERS_LIMIT => no_peak = true,
             Length::Iterations(_) => {}
         }
-        if send && bw && side == Side::Server {
+        if send && bw && side == Side::Server && !opts.duplex {
             no_peak = true;
         }
         Ok(Self {
@@ -263,6 +270,7 @@ impl Params {
             out_reads,
             no_peak,
             gbits: opts.gbits,
+            duplex: opts.duplex,
         })
     }
 
@@ -283,6 +291,21 @@ impl Params {
         } else {
             0
         }
+    }
+
+    /// Whether this end sends test traffic: a client, or either end of a bidirectional
+    /// test, or either end of a latency test but `ib_read_lat`'s server.
+    pub fn active(&self) -> bool {
+        match (self.side, self.measure, self.test) {
+            (Side::Client, _, _) => true,
+            (Side::Server, Measure::Bw, _) => self.duplex,
+            (Side::Server, Measure::Lat, t) => t != TestKind::Read,
+        }
+    }
+
+    /// Whether this is `-D`.
+    pub fn duration(&self) -> bool {
+        matches!(self.length, Length::Duration { .. })
     }
 
     /// perftest's test name, as in its banner and its binary (`ib_write_bw`).
@@ -370,8 +393,18 @@ mod tests {
             resolve(TestKind::Send, Measure::Lat, Side::Client, odd).rx_depth,
             22
         );
-        let p = resolve(TestKind::Write, Measure::Lat, Side::Client, o);
+        let p = resolve(TestKind::Write, Measure::Lat, Side::Client, o.clone());
         assert_eq!((p.tx_depth, p.cq_mod), (1, 1));
+        // Bidirectional: a send server measures its peak too; latency tests have no -b.
+        let b = Options {
+            duplex: true,
+            ..o.clone()
+        };
+        let p = resolve(TestKind::Send, Measure::Bw, Side::Server, b.clone());
+        assert!(!p.no_peak && p.active());
+        assert!(Params::resolve(TestKind::Send, Measure::Lat, Side::Client, &b).is_err());
+        assert!(!resolve(TestKind::Read, Measure::Lat, Side::Server, o.clone()).active());
+        assert!(resolve(TestKind::Send, Measure::Lat, Side::Server, o).active());
     }
 
     #[test]

@@ -145,15 +145,65 @@ pub fn prelude() -> Vec<Step> {
     ]
 }
 
-/// The rest of the run, once both ends know the number of queue pairs.
-pub fn body(test: TestKind, measure: Measure, side: Side, qps: u32, sizes: &[u64]) -> Vec<Step> {
+/// The rest of the run, once both ends know the number of queue pairs (`-b`: `duplex`;
+/// `-D`: `duration`).
+pub fn body(
+    test: TestKind,
+    measure: Measure,
+    side: Side,
+    qps: u32,
+    sizes: &[u64],
+    duplex: bool,
+    duration: bool,
+) -> Vec<Step> {
     let keys = |out: &mut Vec<Step>| {
         out.extend((0..qps).map(|qp| Step::Exchange(Message::Keys { qp })));
     };
     let sync = Step::Exchange(Message::Sync { zeroed: false });
+    let report = |out: &mut Vec<Step>| {
+        out.extend(
+            ReportField::ALL
+                .iter()
+                .map(|&f| Step::Exchange(Message::Report(f))),
+        );
+    };
     let client = side == Side::Client;
+    let all = sizes.len() > 1;
     let mut s = Vec::new();
     match (test, measure) {
+        // Bidirectional: both ends send; after each size they trade reports and each
+        // prints the sum (write_bw.c, read_bw.c and send_bw.c with `duplex`).
+        (TestKind::Write | TestKind::Read, Measure::Bw) if duplex => {
+            keys(&mut s);
+            keys(&mut s);
+            s.push(sync);
+            for &size in sizes {
+                s.push(sync);
+                s.push(Step::Traffic { size });
+                if all {
+                    s.push(sync);
+                }
+                report(&mut s);
+            }
+            s.push(sync);
+        }
+        (TestKind::Send, Measure::Bw) if duplex => {
+            keys(&mut s);
+            s.push(sync);
+            keys(&mut s);
+            for &size in sizes {
+                s.push(Step::PostReceives { size });
+                s.push(sync);
+                s.push(Step::Traffic { size });
+                if !duration {
+                    report(&mut s);
+                }
+                if all {
+                    s.push(sync);
+                }
+            }
+            s.push(sync);
+        }
         (TestKind::Write | TestKind::Read, Measure::Bw) => {
             keys(&mut s);
             keys(&mut s);
@@ -166,11 +216,7 @@ pub fn body(test: TestKind, measure: Measure, side: Side, qps: u32, sizes: &[u64
                 }
             }));
             s.push(sync);
-            s.extend(
-                ReportField::ALL
-                    .iter()
-                    .map(|&f| Step::Exchange(Message::Report(f))),
-            );
+            report(&mut s);
             s.push(sync);
         }
         (TestKind::Send, Measure::Bw) => {
@@ -183,7 +229,7 @@ pub fn body(test: TestKind, measure: Measure, side: Side, qps: u32, sizes: &[u64
                 }
                 s.push(sync);
                 s.push(Step::Traffic { size });
-                if sizes.len() > 1 {
+                if all {
                     s.push(sync);
                 }
             }
@@ -243,7 +289,7 @@ mod tests {
 
     fn full(test: TestKind, measure: Measure, side: Side, qps: u32, sizes: &[u64]) -> Vec<Step> {
         let mut s = prelude();
-        s.extend(body(test, measure, side, qps, sizes));
+        s.extend(body(test, measure, side, qps, sizes, false, false));
         s
     }
 
@@ -312,7 +358,15 @@ mod tests {
     /// with -a, with a hand shake around each for send bandwidth.
     #[test]
     fn queue_pairs_and_sizes() {
-        let steps = body(TestKind::Write, Measure::Bw, Side::Client, 3, &[2, 4]);
+        let steps = body(
+            TestKind::Write,
+            Measure::Bw,
+            Side::Client,
+            3,
+            &[2, 4],
+            false,
+            false,
+        );
         let keys = steps
             .iter()
             .filter(|s| matches!(s, Step::Exchange(Message::Keys { .. })))
@@ -324,8 +378,49 @@ mod tests {
             .filter(|s| matches!(s, Step::Traffic { .. }))
             .count();
         assert_eq!(traffic, 2);
-        let send = body(TestKind::Send, Measure::Bw, Side::Client, 1, &[2, 4]);
+        let send = body(
+            TestKind::Send,
+            Measure::Bw,
+            Side::Client,
+            1,
+            &[2, 4],
+            false,
+            false,
+        );
         assert_eq!(exchange_lengths(&send).len(), 1 + 1 + 1 + 2 * 2 + 1);
+    }
+
+    /// `-b`, as recorded between two perftests (`ib_write_bw -b`, `ib_send_bw -b`, -n 20
+    /// -s 64): after the destinations, a hand shake, traffic both ways, the two reports,
+    /// the closing hand shake. Both ends run traffic.
+    #[test]
+    fn bidirectional_as_recorded() {
+        for test in [TestKind::Write, TestKind::Send] {
+            for side in [Side::Client, Side::Server] {
+                let mut steps = prelude();
+                steps.extend(body(test, Measure::Bw, side, 1, &[64], true, false));
+                assert_eq!(
+                    exchange_lengths(&steps),
+                    [16, 4, 4, 2, 56, 56, 56, 56, 56, 56, 8, 8, 8, 8, 8, 56],
+                    "{test} {side:?}"
+                );
+                assert!(steps.contains(&Step::Traffic { size: 64 }));
+                assert!(!steps.iter().any(|s| matches!(s, Step::PeerTraffic { .. })));
+            }
+        }
+        // With -D, ib_send_bw -b trades no report.
+        let d = body(
+            TestKind::Send,
+            Measure::Bw,
+            Side::Server,
+            1,
+            &[64],
+            true,
+            true,
+        );
+        assert!(!d
+            .iter()
+            .any(|s| matches!(s, Step::Exchange(Message::Report(_)))));
     }
 
     #[test]

@@ -40,6 +40,15 @@ const CONNECT_PAUSE: Duration = Duration::from_millis(100);
 /// How long a server waits at the end for its client to close first, as it does.
 const PEER_CLOSES_FIRST: Duration = Duration::from_secs(5);
 
+/// A report before any figure.
+const NO_REPORT: BwFigures = BwFigures {
+    size: 0,
+    iters: 0,
+    peak: 0.0,
+    avg: 0.0,
+    msg_rate: 0.0,
+};
+
 /// Knobs of the connections themselves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Net {
@@ -176,8 +185,10 @@ struct Run {
     data: Option<Data>,
     /// Destination exchanges done so far (to tell the first round from the second).
     keys_seen: u32,
-    /// This end's last bandwidth row (client) or the peer's report (server).
+    /// This end's last bandwidth row.
     report: BwFigures,
+    /// The peer's report, as it arrives.
+    peer_report: BwFigures,
     /// Whether the table header has been printed.
     header: bool,
     /// Traffic ran (or the peer's did) since the last exchange: the next one waits as long
@@ -197,13 +208,8 @@ impl Run {
             mtu: ANNOUNCED_MTU,
             data: None,
             keys_seen: 0,
-            report: BwFigures {
-                size: 0,
-                iters: 0,
-                peak: 0.0,
-                avg: 0.0,
-                msg_rate: 0.0,
-            },
+            report: NO_REPORT,
+            peer_report: NO_REPORT,
             header: false,
             after_traffic: false,
         }
@@ -226,7 +232,16 @@ impl Run {
             self.step(step, &mut peer).await?;
         }
         let qps = self.data()?.len() as u32;
-        let body = script::body(self.p.test, self.p.measure, self.p.side, qps, &self.p.sizes);
+        let p = &self.p;
+        let body = script::body(
+            p.test,
+            p.measure,
+            p.side,
+            qps,
+            &p.sizes,
+            p.duplex,
+            p.duration(),
+        );
         for step in body {
             self.step(step, &mut peer).await?;
         }
@@ -283,8 +298,9 @@ impl Run {
             Message::Sync { zeroed: false } => self.dest(0)?.encode().to_vec(),
             Message::Keys { qp } => self.dest(qp)?.encode().to_vec(),
             Message::Report(f) => {
-                // perftest's server sends whatever its report buffer held; zeros here.
-                if self.p.side == Side::Server {
+                // perftest's passive server sends whatever its report buffer held; zeros
+                // here.
+                if !self.p.active() {
                     vec![0; wire::REPORT_FIELD_LEN]
                 } else {
                     let r = &self.report;
@@ -397,27 +413,34 @@ impl Run {
                 }
             }
             Message::Report(f) => {
-                if self.p.side == Side::Server {
-                    let r = &mut self.report;
-                    match f {
-                        ReportField::Size => {
-                            r.size = wire::decode_u64(theirs, "size").map_err(bad)?
-                        }
-                        ReportField::Iters => {
-                            r.iters = wire::decode_u64(theirs, "iterations").map_err(bad)?
-                        }
-                        ReportField::Peak => {
-                            r.peak = wire::decode_f64(theirs, "peak").map_err(bad)?
-                        }
-                        ReportField::Average => {
-                            r.avg = wire::decode_f64(theirs, "average").map_err(bad)?
-                        }
-                        ReportField::MsgRate => {
-                            r.msg_rate = wire::decode_f64(theirs, "message rate").map_err(bad)?;
-                            // ib_write_bw / ib_read_bw servers print the client's report.
-                            let row = output::bw_row(r);
-                            self.print(&row);
-                        }
+                let r = &mut self.peer_report;
+                match f {
+                    ReportField::Size => r.size = wire::decode_u64(theirs, "size").map_err(bad)?,
+                    ReportField::Iters => {
+                        r.iters = wire::decode_u64(theirs, "iterations").map_err(bad)?
+                    }
+                    ReportField::Peak => r.peak = wire::decode_f64(theirs, "peak").map_err(bad)?,
+                    ReportField::Average => {
+                        r.avg = wire::decode_f64(theirs, "average").map_err(bad)?
+                    }
+                    ReportField::MsgRate => {
+                        r.msg_rate = wire::decode_f64(theirs, "message rate").map_err(bad)?
+                    }
+                }
+                if f == ReportField::MsgRate {
+                    if self.p.duplex {
+                        // Bidirectional: both ends print the sum of the two reports.
+                        let (m, t) = (&self.report, &self.peer_report);
+                        let sum = BwFigures {
+                            peak: m.peak + t.peak,
+                            avg: m.avg + t.avg,
+                            msg_rate: m.msg_rate + t.msg_rate,
+                            ..*m
+                        };
+                        self.print(&output::bw_row(&sum));
+                    } else if self.p.side == Side::Server {
+                        // ib_write_bw / ib_read_bw servers print the client's report.
+                        self.print(&output::bw_row(&self.peer_report));
                     }
                 }
             }
@@ -528,23 +551,33 @@ impl Run {
         let p = &self.p;
         let d = self.data()?;
         let client = p.side == Side::Client;
-        let outcome = match (p.test, p.measure, p.side) {
-            (_, Measure::Bw, Side::Client) => Outcome::Bw(traffic::bw_client(d, p, size).await?),
-            (TestKind::Send, Measure::Bw, Side::Server) => {
+        let outcome = match (p.test, p.measure) {
+            (TestKind::Send, Measure::Bw) if p.duplex => {
+                Outcome::Bw(traffic::bw_both_ways_send(d, p, size).await?)
+            }
+            (TestKind::Send, Measure::Bw) if !client => {
                 Outcome::Bw(traffic::bw_server_send(d, p, size).await?)
             }
-            (_, Measure::Lat, _) => traffic::lat(d, p, size, client).await?,
-            (_, Measure::Bw, Side::Server) => {
+            (_, Measure::Bw) if client || p.duplex => {
+                Outcome::Bw(traffic::bw_client(d, p, size).await?)
+            }
+            (_, Measure::Lat) => traffic::lat(d, p, size, client).await?,
+            (_, Measure::Bw) => {
                 return Err(PerfError::Internal(
                     "a passive server has no traffic".into(),
                 ))
             }
         };
-        let row = match outcome {
-            Outcome::Bw(f) => {
-                self.report = f;
-                output::bw_row(&f)
+        if let Outcome::Bw(f) = outcome {
+            self.report = f;
+            // Bidirectional rows are printed once the peer's report is in (ib_send_bw -b
+            // -D trades none: it prints its own).
+            if self.p.duplex && !(self.p.test == TestKind::Send && self.p.duration()) {
+                return Ok(());
             }
+        }
+        let row = match outcome {
+            Outcome::Bw(f) => output::bw_row(&f),
             Outcome::Lat(Some(f)) => output::lat_row(&f),
             Outcome::Lat(None) => {
                 format!(" {size:<7} (too few iterations for perftest's statistics)")

@@ -401,6 +401,154 @@ pub async fn bw_server_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures
     Ok(bw_figures(size, &samples, p.cq_mod, true, p.gbits))
 }
 
+/// `ib_send_bw -b` (perftest's `run_iter_bi`): both ends send `-n` messages per queue
+/// pair, each within the credit the other returns, and receive the other's, returning
+/// credits; a server starts sending at its first reception. The figures are this end's
+/// sending.
+pub async fn bw_both_ways_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures> {
+    let q = d.len();
+    let n = p.iters();
+    let total = n * q as u64;
+    let depth = u64::from(p.tx_depth);
+    let rx_depth = u64::from(p.rx_depth);
+    let credit_every = u64::from((p.rx_depth / 3).max(1));
+    let (mut scnt, mut ccnt, mut scredit) = (vec![0u64; q], vec![0u64; q], vec![0u64; q]);
+    let (mut received, mut posted) = (vec![0u64; q], vec![rx_depth; q]);
+    let (mut done, mut got) = (0u64, 0u64);
+    // perftest forgets the credits of the previous size (its `credit_buf[j] = 0`).
+    d.reset_credits();
+    let mut waiting_first = p.side == super::params::Side::Server;
+    let mut samples = BwSamples::default();
+    let origin = Instant::now();
+    let mut window = if waiting_first {
+        None
+    } else {
+        Window::new(p.length, origin)
+    };
+    if p.no_peak {
+        samples.posted.push(0);
+    }
+    let over = |w: &Option<Window>| w.is_some_and(|w| w.over());
+    loop {
+        let finished = if p.duration() {
+            over(&window)
+        } else {
+            done >= total && got >= total
+        };
+        if finished {
+            break;
+        }
+        let mut blocked_on_credit = false;
+        if !waiting_first {
+            for i in 0..q {
+                while (p.duration() || scnt[i] < n) && scnt[i] + scredit[i] - ccnt[i] < depth {
+                    if over(&window) {
+                        break;
+                    }
+                    let credit = d.credit(i, scnt[i]);
+                    if (scnt[i] as u32).wrapping_add(1).wrapping_sub(credit) >= p.rx_depth {
+                        blocked_on_credit = true;
+                        break;
+                    }
+                    if !p.no_peak && !p.duration() {
+                        samples.posted.push(ns(origin, Instant::now()));
+                    }
+                    d.qps[i]
+                        .post_send(i as u64, d.local(i, size, scnt[i], true)?)
+                        .map_err(|e| {
+                            PerfError::iwarp(format!("posting on data connection {i}"), e)
+                        })?;
+                    scnt[i] += 1;
+                }
+            }
+        }
+        let event = tokio::time::timeout(STALL, async {
+            tokio::select! {
+                c = d.recv_cq.next() => Event::Received(c),
+                c = d.send_cq.next() => Event::Sent(c),
+                // Only time passed: look at the credits again.
+                () = tokio::time::sleep(Duration::from_millis(1)), if blocked_on_credit => Event::Tick,
+            }
+        })
+        .await
+        .map_err(|_| stalled("waiting for Sends both ways"))?;
+        let at = Instant::now();
+        match event {
+            Event::Tick => {}
+            Event::Received(c) => {
+                check(&c, &d.qps, "a receive failed")?;
+                if u64::from(c.byte_len) != size {
+                    return Err(PerfError::Protocol(format!(
+                        "the peer sends {}-octet messages; this end was started with -s {size}",
+                        c.byte_len
+                    )));
+                }
+                if waiting_first {
+                    waiting_first = false;
+                    window = Window::new(p.length, at);
+                }
+                let i = (c.wr_id as usize).min(q - 1);
+                received[i] += 1;
+                got += 1;
+                if p.duration() || posted[i] < n {
+                    d.qps[i]
+                        .post_recv(i as u64, d.receive_buffer(i, size, posted[i], true)?)
+                        .map_err(|e| PerfError::iwarp("posting a receive", e))?;
+                    posted[i] += 1;
+                }
+                if (received[i] % rx_depth) % credit_every == 0 {
+                    let (sge, remote) = d.credit_to_send(i, received[i] as u32)?;
+                    d.qps[i]
+                        .rdma_write(CREDIT_WR | i as u64, sge, remote)
+                        .map_err(|e| PerfError::iwarp("posting a credit Write", e))?;
+                    scredit[i] += 1;
+                }
+            }
+            Event::Sent(c) => {
+                check(&c, &d.qps, "a work request failed")?;
+                let i = ((c.wr_id & 0xffff_ffff) as usize).min(q - 1);
+                if c.wr_id & CREDIT_WR != 0 {
+                    scredit[i] = scredit[i].saturating_sub(1);
+                } else {
+                    ccnt[i] += 1;
+                    done += 1;
+                    if p.duration() {
+                        if window.is_some_and(|w| w.sampling(at)) {
+                            samples.iters += 1;
+                        }
+                    } else if !p.no_peak {
+                        samples.completed.push(ns(origin, at));
+                    }
+                }
+            }
+        }
+    }
+    match window {
+        Some(w) if p.duration() => {
+            let (a, b) = w.sample_ns();
+            samples.posted = vec![a];
+            samples.completed = vec![b];
+        }
+        _ => {
+            samples.iters = done;
+            if p.no_peak {
+                samples.completed.push(ns(origin, Instant::now()));
+            }
+        }
+    }
+    Ok(bw_figures(size, &samples, p.cq_mod, p.no_peak, p.gbits))
+}
+
+/// What a bidirectional Send test waits for.
+enum Event {
+    /// A receive completed.
+    Received(Completion),
+    /// A Send or a credit Write completed.
+    Sent(Completion),
+    /// Time passed (while the send window waits for credit).
+    Tick,
+}
+
 /// Latency traffic of this end (`ib_write_lat` both ends, `ib_read_lat` client, `ib_send_lat`
 /// both ends), on queue pair 0.
 pub async fn lat(d: &Data, p: &Params, size: u64, client: bool) -> Result<Outcome> {
