@@ -379,17 +379,23 @@ impl Peer {
             .unwrap_or_else(|| panic!("no address in `{line}`"))
     }
 
-    /// Waits for it to exit; returns its stdout, failing on a non-zero exit.
-    fn finish(mut self) -> String {
-        let mut child = self.child.take().expect("running");
+    /// Waits for it to exit; returns its exit code.
+    fn wait(&mut self) -> Option<i32> {
+        let child = self.child.as_mut().expect("running");
         let deadline = Instant::now() + LIMIT;
-        let status = loop {
+        loop {
             if let Some(s) = child.try_wait().expect("try_wait") {
-                break s;
+                return s.code();
             }
             assert!(Instant::now() < deadline, "iwarp perf did not exit");
             thread::sleep(Duration::from_millis(20));
-        };
+        }
+    }
+
+    /// Waits for it to exit; returns its stdout, failing on a non-zero exit.
+    fn finish(mut self) -> String {
+        let code = self.wait();
+        let mut child = self.child.take().expect("running");
         let mut out = String::new();
         child
             .stdout
@@ -398,7 +404,7 @@ impl Peer {
             .read_to_string(&mut out)
             .expect("stdout");
         let err: Vec<String> = self.stderr.try_iter().collect();
-        assert!(status.success(), "iwarp perf failed: {err:?}\n{out}");
+        assert_eq!(code, Some(0), "iwarp perf failed: {err:?}\n{out}");
         out
     }
 }
@@ -704,7 +710,7 @@ fn send_bw_bidirectional_client_against_recorded_server() {
 /// connection closed cleanly after `iwarp perf`'s own version, as perftest would send it.
 #[test]
 fn an_old_perftest_is_refused_cleanly() {
-    let peer = Peer::spawn(&[
+    let mut peer = Peer::spawn(&[
         "perf",
         "write",
         "bw",
@@ -736,26 +742,11 @@ fn an_old_perftest_is_refused_cleanly() {
         Item::Frame(f) => panic!("a frame {f:02x?}"),
     }
     live.close();
-    let mut child = peer;
-    let status = wait_exit(&mut child);
-    assert_eq!(status, Some(1));
-    let err: Vec<String> = child.stderr.try_iter().collect();
+    assert_eq!(peer.wait(), Some(1));
+    let err: Vec<String> = peer.stderr.try_iter().collect();
     assert!(
         err.iter()
             .any(|l| l.contains("error:") && l.contains("perftest 5.60")),
         "{err:?}"
     );
-}
-
-/// Waits for the peer to exit and returns its exit code.
-fn wait_exit(p: &mut Peer) -> Option<i32> {
-    let child = p.child.as_mut().expect("running");
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            return s.code();
-        }
-        assert!(Instant::now() < deadline, "iwarp perf did not exit");
-        thread::sleep(Duration::from_millis(20));
-    }
 }
