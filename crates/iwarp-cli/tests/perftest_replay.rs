@@ -395,11 +395,10 @@ impl Peer {
     /// Waits for it to exit; returns its stdout, failing on a non-zero exit.
     fn finish(mut self) -> String {
         let code = self.wait();
-        let mut child = self.child.take().expect("running");
         let mut out = String::new();
-        child
-            .stdout
-            .take()
+        self.child
+            .as_mut()
+            .and_then(|c| c.stdout.take())
             .expect("stdout")
             .read_to_string(&mut out)
             .expect("stdout");
