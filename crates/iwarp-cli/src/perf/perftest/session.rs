@@ -86,10 +86,22 @@ fn qp_options(
     }
 }
 
+/// The exchange channel's queue pair options, its one receive posted before the
+/// connection starts (the peer may send at once), and that receive's buffer.
+fn comm_options(pd: ProtectionDomain) -> Result<(QpOptions, iwarp::MemoryRegion)> {
+    let recv = comm::recv_region(pd)?;
+    let mut opts = qp_options(pd, &CompletionQueue::new(64), &CompletionQueue::new(64));
+    let sge = recv
+        .sge(..)
+        .map_err(|e| PerfError::iwarp("describing the exchange buffer", e))?;
+    opts.initial_recvs.push((SYNC_SPEC_ID, sge));
+    Ok((opts, recv))
+}
+
 /// The hint added to errors that usually mean the two ends were started differently.
 fn same_options(p: &Params) -> String {
     format!(
-        "both ends must run {} with the same -s/-a, -n/-D, -q and -t/-r options",
+        "both ends must run {} with the same -s/-a, -n/-D, -q, -t/-r and -b options",
         p.binary()
     )
 }
@@ -97,14 +109,7 @@ fn same_options(p: &Params) -> String {
 /// Runs the client end against the server at `addr`.
 pub async fn client(p: Params, addr: SocketAddr, net: Net) -> Result<()> {
     let pd = ProtectionDomain::new();
-    let recv = comm::recv_region(pd)?;
-    let cq = (CompletionQueue::new(64), CompletionQueue::new(64));
-    let mut opts = qp_options(pd, &cq.0, &cq.1);
-    opts.initial_recvs.push((
-        SYNC_SPEC_ID,
-        recv.sge(..)
-            .map_err(|e| PerfError::iwarp("describing the exchange buffer", e))?,
-    ));
+    let (opts, recv) = comm_options(pd)?;
     let qp = iwarp::connect(addr, &config(&p, net, 0), opts, b"")
         .await
         .map_err(|e| connect_error(addr, &p, e))?;
@@ -128,18 +133,11 @@ pub async fn server(p: Params, mut listener: Listener, net: Net) -> Result<()> {
         out("\n************************************\n* Waiting for client to connect... *\n************************************");
     }
     let pd = ProtectionDomain::new();
-    let recv = comm::recv_region(pd)?;
-    let cq = (CompletionQueue::new(64), CompletionQueue::new(64));
+    let (opts, recv) = comm_options(pd)?;
     let req = listener
         .accept()
         .await
         .map_err(|e| PerfError::iwarp("waiting for a client", e))?;
-    let mut opts = qp_options(pd, &cq.0, &cq.1);
-    opts.initial_recvs.push((
-        SYNC_SPEC_ID,
-        recv.sge(..)
-            .map_err(|e| PerfError::iwarp("describing the exchange buffer", e))?,
-    ));
     let peer = req.peer_addr();
     let qp = req
         .accept_with(opts, b"", Some(IrdOrd::new(0, 0)))
