@@ -169,6 +169,32 @@ fn all_sizes() {
     }
 }
 
+/// `--report_gbits` (perftest's spelling): Gb/s columns at both ends, the same row.
+#[test]
+fn report_in_gbits() {
+    let args = [
+        "read",
+        "bw",
+        "-R",
+        "-s",
+        "65536",
+        "-n",
+        "50",
+        "--report_gbits",
+    ];
+    let (server, client) = pair(&args, &args);
+    ok(&server, "server");
+    ok(&client, "client");
+    for o in [&server, &client] {
+        assert!(
+            o.stdout.contains("BW peak[Gb/sec]    BW average[Gb/sec]"),
+            "{}",
+            o.stdout
+        );
+    }
+    assert_eq!(rows(&server.stdout), rows(&client.stdout));
+}
+
 /// `-D`: the client posts for the duration; the peak is not measured.
 #[test]
 fn duration_mode() {
