@@ -627,28 +627,39 @@ fn without_a_startup_only_named_ports_are_decoded() {
     assert_eq!(summary(&r)["errors"]["crc"], 0);
 }
 
-#[test]
-fn ift_indications_and_a_frame() {
+/// Two IFT indications (VTags 0x1111 and 0x2222) on port `port`, and the
+/// client's transmitter: its frames carry the server's VTag, both CRCs.
+fn ift_session(port: u16) -> (Tcp, iwarp_proto::ift::IftTransmitter) {
     use iwarp_proto::ift::{IftConfig, IftTransmitter, Phase, TxParams};
     let a = IftConfig::new(0x1111);
     let b = IftConfig::new(0x2222);
-    let mut t = Tcp::new(40009, 4791);
+    let mut t = Tcp::new(port, 4791);
     t.handshake();
     t.send(C2S, &a.indication(Phase::Zero).to_bytes());
     t.send(S2C, &b.indication(Phase::One).to_bytes());
-    // A's frames carry B's VTag, both CRCs.
-    let mut tx = IftTransmitter::new(TxParams {
+    let tx = IftTransmitter::new(TxParams {
         header_crc: true,
         payload_crc: true,
         markers: None,
         vtag: 0x2222,
     });
-    let send = untagged(true, 3, 0, 0, 1, 0, b"over IFT");
+    (t, tx)
+}
+
+/// The IFT frame carrying `send` (an untagged ULPDU).
+fn ift_frame(tx: &mut iwarp_proto::ift::IftTransmitter, send: &[u8]) -> Vec<u8> {
     let mut batch = WireBatch::new();
     tx.frame(&send[..18], &[&send[18..]], &mut batch)
         .expect("ift frame");
     let mut wire = Vec::new();
     batch.write_to(&[&send[18..]], &mut wire);
+    wire
+}
+
+#[test]
+fn ift_indications_and_a_frame() {
+    let (mut t, mut tx) = ift_session(40009);
+    let wire = ift_frame(&mut tx, &untagged(true, 3, 0, 0, 1, 0, b"over IFT"));
     t.send_split(C2S, &wire, &[3, 10]);
     let r = decode_json("ift.pcap", &t.pcap(), &[]);
     let ind = of_type(&r, "ift_indication");
@@ -939,4 +950,54 @@ fn findings_and_operations_in_json_and_ops_lines() {
         text.contains("operations: Send 2 (8 octets), RDMA Read 1 (4 octets)"),
         "{text}"
     );
+}
+
+/// The placement view in both outputs: MPA segments that overtake a late
+/// one show as PLACE lines at the frame that brought them, and an IFT
+/// direction, which has no other way past a hole, goes on at the frame
+/// found whole right after it.
+#[test]
+fn placement_view_and_an_ift_hole_crossed() {
+    let (mut t, mut c, _) = clean_session(40030, 0);
+    let f: Vec<Vec<u8>> = (1..=4u32)
+        .map(|m| c.fpdu(&untagged(true, 3, 0, 0, m, 0, &[m as u8; 200])))
+        .collect();
+    let base = t.sent(C2S);
+    t.send(C2S, &f[0]);
+    let at = |i: usize| base + f[..i].iter().map(|x| x.len() as u32).sum::<u32>();
+    t.send_at(C2S, at(2), &f[2]);
+    t.send_at(C2S, at(3), &f[3]);
+    t.send_at(C2S, at(1), &f[1]);
+    t.lose(C2S, at(4) - base - f[0].len() as u32);
+    t.ack(S2C);
+    let text = decode_text("place.pcap", &t.pcap(), &[]);
+    let place: Vec<&str> = text.lines().filter(|l| l.contains("PLACE")).collect();
+    assert_eq!(place.len(), 2, "{text}");
+    assert!(place[0].contains("Send QN 0 MSN 3") && place[0].ends_with("placeable now"));
+    assert!(text.contains(
+        "placement view: 2 PDUs found ahead of a hole, 2 placeable (400 octets of payload)"
+    ));
+
+    let (mut t, mut tx) = ift_session(40031);
+    let frames: Vec<Vec<u8>> = (1..=4u32)
+        .map(|m| ift_frame(&mut tx, &untagged(true, 3, 0, 0, m, 0, &[m as u8; 100])))
+        .collect();
+    t.send(C2S, &frames[0]);
+    t.lose(C2S, frames[1].len() as u32);
+    t.send(C2S, &frames[2]);
+    t.send(C2S, &frames[3]);
+    t.ack(S2C);
+    let r = decode_json("ift-hole.pcap", &t.pcap(), &[]);
+    let gap = of_type(&r, "gap");
+    assert_eq!(gap.len(), 1);
+    assert_eq!(gap[0]["action"], "ahead");
+    let resync = of_type(&r, "resync");
+    assert_eq!(resync[0]["method"], "ahead");
+    assert_eq!(resync[0]["framing"], "ift");
+    let msns: Vec<u64> = of_type(&r, "pdu")
+        .iter()
+        .map(|p| p["ddp"]["msn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(msns, [1, 3, 4]);
+    assert_eq!(of_type(&r, "placeable").len(), 2);
 }

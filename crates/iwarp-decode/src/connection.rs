@@ -148,6 +148,13 @@ impl Connection {
             self.coordinate(opts, events);
         }
         let data_seq = if syn { seq.wrapping_add(1) } else { seq };
+        // Beyond a hole: what an out-of-order receiver could place now.
+        let next = self.reasm[dir].position();
+        if let Some(start) = self.reasm[dir].position_of(data_seq) {
+            if start > next as i64 && !payload.is_empty() {
+                self.dirs[dir].ahead(start as u64, payload, next, &mut out);
+            }
+        }
         {
             let (reasm, decoder) = (&mut self.reasm[dir], &mut self.dirs[dir]);
             reasm.segment(data_seq, payload, &mut |chunk| {

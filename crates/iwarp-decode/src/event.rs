@@ -61,6 +61,11 @@ pub enum Event {
     Framing(FramingInfo),
     /// A framed PDU (MPA FPDU or IFT frame) and the DDP/RDMAP message in it.
     Pdu(PduInfo),
+    /// A PDU found whole and valid ahead of a hole in the stream: what an
+    /// out-of-order receiver could place before the hole fills. It is
+    /// reported again, as a [`Event::Pdu`], when decoding reaches it in
+    /// order.
+    Placeable(PlaceableInfo),
     /// Octets of this direction missing from the capture.
     Gap(GapInfo),
     /// Framing found again after a gap or an error.
@@ -432,6 +437,24 @@ impl PduInfo {
     }
 }
 
+/// A PDU found ahead of a hole (the placement view, [`crate::ahead`]).
+///
+/// Serialized (feature `serde`) with the PDU's fields flattened in.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PlaceableInfo {
+    /// Stream offset (from the start of framing) of the first octet still
+    /// missing before it.
+    pub hole: u64,
+    /// Its DDP header names the buffer its payload goes to (an RDMA Write,
+    /// a Read Response, a Send): a receiver could place it now. Otherwise
+    /// (a Read Request, a Terminate, no payload) it waits for delivery.
+    pub placeable: bool,
+    /// The PDU (its CRC checked, its markers not listed).
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub pdu: PduInfo,
+}
+
 /// What is wrong with a PDU on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PduError {
@@ -558,6 +581,9 @@ pub enum GapAction {
     Resync,
     /// Hunt for the next FPDU by its CRC.
     Hunt,
+    /// Go on at the PDU right after it, found ahead of it (the placement
+    /// view).
+    Ahead,
     /// This direction's decoding stops.
     Stop,
     /// Nothing was being decoded.
@@ -597,12 +623,18 @@ pub enum ResyncMethod {
         /// Candidate offsets tried.
         candidates: u64,
     },
+    /// The PDU right after the hole had been found whole and valid ahead
+    /// of it, through a marker, the lengths or the start of its segment
+    /// (the placement view).
+    Ahead,
 }
 
 /// Framing found again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ResyncInfo {
+    /// MPA or IFT.
+    pub framing: FramingKind,
     /// Stream offset (from the start of framing) of the PDU decoding
     /// resumes at.
     pub offset: u64,

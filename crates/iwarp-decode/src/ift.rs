@@ -4,10 +4,12 @@
 //! that each frame's place in the stream is known. A payload CRC error
 //! leaves the framing intact (the header, already verified, gave the
 //! length), so decoding goes on with a fresh receiver after the frame. A
-//! header CRC, VTag or header-size error, a marker error or a gap means the
-//! frame boundaries can no longer be trusted, and decoding of the direction
+//! header CRC, VTag or header-size error or a marker error means the frame
+//! boundaries can no longer be trusted, and decoding of the direction
 //! stops: IFT's markers are a draft's "TBD" and its VTag only confirms a
-//! boundary, so no resynchronisation is attempted.
+//! boundary, so no resynchronisation is attempted. After a gap, decoding
+//! goes on only where the placement view ([`crate::ahead`]) found a whole
+//! frame, its header CRC and VTag checked, right after the hole.
 
 use iwarp_proto::ddp::header::header_len;
 use iwarp_proto::framing::{Deframer, FramingEvent, Next};
@@ -15,7 +17,7 @@ use iwarp_proto::ift::{marker, IftReceiver, IftRxError, RxCrc, RxParams};
 
 use crate::event::{
     CrcInfo, CrcStatus, CrcUse, Event, FramingKind, GapAction, GapInfo, MarkerInfo, PduError,
-    PduInfo,
+    PduInfo, ResyncInfo, ResyncMethod,
 };
 use crate::note::Note;
 use crate::ulpdu::{interpret, HEAD};
@@ -82,18 +84,55 @@ impl IftDirection {
         while !self.stopped && self.step(events) {}
     }
 
-    /// `missing` octets were not captured here.
-    pub fn gap(&mut self, tcp_offset: u64, missing: u64, events: &mut Vec<Event>) {
+    /// `missing` octets were not captured here. `found_ahead`: the
+    /// placement view found a whole, valid frame right after them, where
+    /// decoding goes on; otherwise it stops.
+    pub fn gap(
+        &mut self,
+        tcp_offset: u64,
+        missing: u64,
+        found_ahead: bool,
+        events: &mut Vec<Event>,
+    ) {
         if self.stopped {
             return;
         }
         events.push(Event::Gap(GapInfo {
             offset: tcp_offset,
             octets: missing,
-            action: GapAction::Stop,
+            action: if found_ahead {
+                GapAction::Ahead
+            } else {
+                GapAction::Stop
+            },
         }));
-        events.push(Event::Note(Note::IftGap(missing)));
-        self.stopped = true;
+        if !found_ahead {
+            events.push(Event::Note(Note::IftGap(missing)));
+            self.stopped = true;
+            return;
+        }
+        let end = self.buf_offset + self.buf.len() as u64;
+        if self.fed < self.buf.len() || !self.rx.at_boundary() {
+            events.push(Event::Note(Note::CutByGap {
+                framing: "frame",
+                start: self.buf_offset,
+                at: end,
+            }));
+        }
+        let from = end + missing;
+        // From the start of the frame the hole cut (or the hole itself).
+        let lost_at = self.buf_offset;
+        self.rx = IftReceiver::at_offset(self.params, from);
+        self.buf.clear();
+        self.buf_offset = from;
+        self.fed = 0;
+        self.head.clear();
+        events.push(Event::Resync(ResyncInfo {
+            framing: FramingKind::Ift,
+            offset: from,
+            skipped: from - lost_at,
+            method: ResyncMethod::Ahead,
+        }));
     }
 
     /// The end of the capture.

@@ -37,6 +37,7 @@
 //! | [`capture`] | reading pcap and pcapng files |
 //! | [`packet`] | link layer, IPv4/IPv6 and TCP headers of a frame |
 //! | [`tcp`] | reassembly of one direction in sequence order |
+//! | [`ahead`] | the placement view: PDUs a receiver could place before a hole fills |
 //! | [`connection`] | a connection's two directions, their startups settled |
 //! | [`stream`] | one direction: its opening, then its PDUs |
 //! | [`startup`] | MPA frames and IFT indications, described and settled |
@@ -58,6 +59,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ahead;
 pub mod capture;
 pub mod checks;
 pub mod connection;

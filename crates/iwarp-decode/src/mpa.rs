@@ -30,7 +30,8 @@
 
 use iwarp_proto::framing::{crc, Deframer, FramingEvent, Next, MARKER_LEN};
 use iwarp_proto::mpa::marker::{self, INTERVAL};
-use iwarp_proto::mpa::{fpdu, FpduReceiver, FramingParams, MpaError};
+use iwarp_proto::mpa::{fpdu, FpduReceiver, FramingParams, MpaError, Placement};
+use iwarp_proto::ooo::{MpaFraming, OooFraming};
 
 use crate::event::{
     CrcInfo, CrcStatus, CrcUse, Event, FramingKind, GapAction, GapInfo, MarkerInfo, PduError,
@@ -256,15 +257,24 @@ impl MpaDirection {
         }
     }
 
-    /// `missing` octets were not captured here.
-    pub fn gap(&mut self, tcp_offset: u64, missing: u64, events: &mut Vec<Event>) {
+    /// `missing` octets were not captured here. `found_ahead`: the
+    /// placement view found a whole, valid FPDU right after them.
+    pub fn gap(
+        &mut self,
+        tcp_offset: u64,
+        missing: u64,
+        found_ahead: bool,
+        events: &mut Vec<Event>,
+    ) {
         // Directly, every octet that came has been consumed.
         let end = if self.direct {
             self.rx.offset()
         } else {
             self.buf_offset + self.buf.len() as u64
         };
-        let action = if self.markers {
+        let action = if found_ahead {
+            GapAction::Ahead
+        } else if self.markers {
             GapAction::Resync
         } else if checks(self.crc) {
             GapAction::Hunt
@@ -297,6 +307,21 @@ impl MpaDirection {
         };
         let from = end + missing;
         self.state = match action {
+            GapAction::Ahead => {
+                if self.crc == CrcMode::Auto {
+                    // Found with its CRC checked: CRC is on.
+                    self.crc = CrcMode::On;
+                }
+                self.rx = FpduReceiver::at_offset(Self::params(self.markers, self.crc), from);
+                self.head.clear();
+                events.push(Event::Resync(ResyncInfo {
+                    framing: FramingKind::Mpa,
+                    offset: from,
+                    skipped: from.saturating_sub(lost_at),
+                    method: ResyncMethod::Ahead,
+                }));
+                State::Running
+            }
             GapAction::Resync => State::Resync { from, lost_at },
             _ => State::Hunt {
                 from,
@@ -568,6 +593,7 @@ impl MpaDirection {
                     self.rx = FpduReceiver::at_offset(Self::params(self.markers, self.crc), at);
                     self.state = State::Running;
                     events.push(Event::Resync(ResyncInfo {
+                        framing: FramingKind::Mpa,
                         offset: at,
                         skipped: at.saturating_sub(lost_at),
                         method: ResyncMethod::Crc {
@@ -615,18 +641,13 @@ impl MpaDirection {
             };
             // The two low bits are reserved (draft-ietf-rddp-mpa-01 §5.1).
             let ptr = u64::from(marker::decode([a, b, c, d]) & !3);
-            let start = if ptr == 0 {
-                // The marker opens an FPDU.
-                Some(at)
-            } else {
-                at.checked_sub(ptr).map(|header| {
-                    // An FPDU that begins with a marker starts at it.
-                    match header.checked_sub(MARKER_LEN as u64) {
-                        Some(m) if INTERVAL.is_marker_at(m) => m,
-                        _ => header,
-                    }
-                })
+            // Where the FPDU starts, as the out-of-order receive path reads
+            // the marker (its leading marker, if it has one, included).
+            let framing = MpaFraming {
+                params: Self::params(self.markers, self.crc),
+                placement: Placement::Verified,
             };
+            let start = framing.marker_points_to(at, [a, b, c, d]);
             match start {
                 Some(start) if start >= from => {
                     let skip = usize::try_from(start - self.buf_offset).unwrap_or(0);
@@ -637,6 +658,7 @@ impl MpaDirection {
                     self.rx = FpduReceiver::at_offset(Self::params(self.markers, self.crc), start);
                     self.state = State::Running;
                     events.push(Event::Resync(ResyncInfo {
+                        framing: FramingKind::Mpa,
                         offset: start,
                         skipped: start.saturating_sub(lost_at),
                         method: ResyncMethod::Marker {

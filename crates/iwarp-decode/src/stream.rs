@@ -11,6 +11,7 @@
 
 use iwarp_proto::ift::RxParams;
 
+use crate::ahead::Ahead;
 use crate::event::{Basis, Event, FramingInfo, FramingKind, GapAction, GapInfo};
 use crate::ift::{crc_use, IftDirection};
 use crate::mpa::{CrcMode, MpaDirection};
@@ -68,6 +69,8 @@ pub struct DirectionDecoder {
     buf_offset: u64,
     /// Octets still to skip before the first FPDU (`--stream-offset`).
     skip: u64,
+    /// The placement view, once framing has started.
+    ahead: Option<Box<Ahead>>,
 }
 
 impl Default for DirectionDecoder {
@@ -84,6 +87,7 @@ impl DirectionDecoder {
             buf: Vec::new(),
             buf_offset: 0,
             skip: 0,
+            ahead: None,
         }
     }
 
@@ -120,6 +124,9 @@ impl DirectionDecoder {
             Phase::Mpa(_) | Phase::Ift(_) => {
                 // Here `buf` is empty and `buf_offset` follows the stream.
                 self.buf_offset += data.len() as u64;
+                if let Some(a) = &mut self.ahead {
+                    a.delivered(self.buf_offset);
+                }
                 let data = self.skip_some(data);
                 match &mut self.phase {
                     Phase::Mpa(d) => d.push(data, events),
@@ -170,15 +177,32 @@ impl DirectionDecoder {
         self.buf_offset += len as u64;
     }
 
+    /// A segment whose payload starts at TCP stream offset `start`, beyond
+    /// `delivered`, the first octet the reassembly still waits for: the
+    /// placement view reports what it makes whole.
+    pub fn ahead(&mut self, start: u64, payload: &[u8], delivered: u64, events: &mut Vec<Event>) {
+        if let (Phase::Mpa(_) | Phase::Ift(_), Some(a)) = (&self.phase, &mut self.ahead) {
+            a.segment(start, payload, delivered, events);
+        }
+    }
+
     /// `missing` octets of this direction were not captured.
     pub fn gap(&mut self, missing: u64, events: &mut Vec<Event>) {
         let tcp_offset = self.buf_offset + self.buf.len() as u64;
         if matches!(self.phase, Phase::Mpa(_) | Phase::Ift(_) | Phase::Stopped) {
             self.buf_offset += missing;
         }
+        // The PDU right after the hole, if the placement view found it.
+        let found = self
+            .ahead
+            .as_ref()
+            .is_some_and(|a| a.pdu_at(tcp_offset + missing));
+        if let Some(a) = &mut self.ahead {
+            a.delivered(tcp_offset + missing);
+        }
         match &mut self.phase {
-            Phase::Mpa(d) => d.gap(tcp_offset, missing, events),
-            Phase::Ift(d) => d.gap(tcp_offset, missing, events),
+            Phase::Mpa(d) => d.gap(tcp_offset, missing, found, events),
+            Phase::Ift(d) => d.gap(tcp_offset, missing, found, events),
             Phase::Stopped => {
                 events.push(Event::Gap(GapInfo {
                     offset: tcp_offset,
@@ -226,6 +250,12 @@ impl DirectionDecoder {
             markers_overridden: how.markers_overridden,
         }));
         self.phase = Phase::Mpa(Box::new(MpaDirection::new(markers, crc)));
+        let checked = matches!(crc, CrcMode::On | CrcMode::Auto);
+        self.ahead = Some(Box::new(Ahead::mpa(
+            markers,
+            checked,
+            self.buf_offset + skip,
+        )));
         self.release(events);
     }
 
@@ -253,6 +283,7 @@ impl DirectionDecoder {
             markers_overridden: how.markers_overridden,
         }));
         self.phase = Phase::Ift(Box::new(IftDirection::new(params, rdma)));
+        self.ahead = Some(Box::new(Ahead::ift(params, rdma, self.buf_offset)));
         self.release(events);
     }
 
@@ -267,6 +298,7 @@ impl DirectionDecoder {
         self.buf_offset += self.buf.len() as u64;
         self.buf = Vec::new();
         self.phase = Phase::Stopped;
+        self.ahead = None;
     }
 
     /// The end of the capture.

@@ -27,6 +27,12 @@ pub struct DirectionSummary {
     pub startup: u64,
     /// Framed PDUs.
     pub pdus: u64,
+    /// PDUs found whole ahead of a hole (the placement view).
+    pub ahead: u64,
+    /// Of those, the ones whose payload a receiver could place at once.
+    pub placeable: u64,
+    /// Their payload octets.
+    pub placeable_octets: u64,
     /// Errors found (PDUs with errors, error notes, gaps, findings).
     pub errors: u64,
 }
@@ -217,6 +223,13 @@ impl Tally {
                 }
                 if bad_crc || header_errors {
                     d.errors += 1;
+                }
+            }
+            Event::Placeable(p) => {
+                d.ahead += 1;
+                if p.placeable {
+                    d.placeable += 1;
+                    d.placeable_octets += p.pdu.payload_len as u64;
                 }
             }
             Event::Gap(_) => {

@@ -190,6 +190,20 @@ impl Tcp {
         self.frame_flags(dir, seq, false, true, false, true, &[]);
     }
 
+    /// Decodes the frames with `opts`: every record, then the summary.
+    pub fn decode(&self, opts: crate::Options) -> (Vec<crate::Record>, crate::Summary) {
+        let capture = std::io::Cursor::new(self.pcap());
+        let mut reader = crate::CaptureReader::new(Box::new(capture)).expect("pcap");
+        let mut d = crate::Decoder::new(opts);
+        let mut records = Vec::new();
+        while let Some(frame) = reader.next_frame() {
+            records.extend(d.frame(&frame.expect("frame")));
+        }
+        let (rest, summary) = d.finish();
+        records.extend(rest);
+        (records, summary)
+    }
+
     /// The frames, as a pcap file (microsecond timestamps).
     pub fn pcap(&self) -> Vec<u8> {
         let mut w = PcapWriter::new(Vec::new()).expect("pcap header");

@@ -92,6 +92,12 @@ impl Reassembler {
         self.next
     }
 
+    /// The stream position of sequence number `seq`, if the stream has
+    /// started (negative: before its first octet).
+    pub fn position_of(&self, seq: u32) -> Option<i64> {
+        self.base.map(|base| self.unwrap(base, seq))
+    }
+
     /// Whether the initial sequence number is known.
     pub fn started(&self) -> bool {
         self.base.is_some()

@@ -6,22 +6,14 @@ use iwarp_decode::checks::FindingKind;
 use iwarp_decode::event::{Event, GapAction, ResyncMethod};
 use iwarp_decode::ops::OperationKind;
 use iwarp_decode::synth::{read_request, tagged, untagged, Framer, Tcp, C2S, S2C};
-use iwarp_decode::{CaptureReader, Decoder, Options, Record, Summary};
+use iwarp_decode::{Options, Record, Summary};
 
 /// rping's Request (IRD 1, ORD 1) and a Reply with CRC.
 const REQUEST: &[u8] = b"MPA ID Req Frame\x10\x02\x00\x04\x00\x01\x00\x01";
 const REPLY_CRC: &[u8] = b"MPA ID Rep Frame\x50\x02\x00\x04\x00\x01\x00\x01";
 
 fn decode_with(t: &Tcp, opts: Options) -> (Vec<Record>, Summary) {
-    let mut reader = CaptureReader::new(Box::new(std::io::Cursor::new(t.pcap()))).expect("pcap");
-    let mut d = Decoder::new(opts);
-    let mut records = Vec::new();
-    while let Some(frame) = reader.next_frame() {
-        records.extend(d.frame(&frame.expect("frame")));
-    }
-    let (rest, summary) = d.finish();
-    records.extend(rest);
-    (records, summary)
+    t.decode(opts)
 }
 
 fn decode(t: &Tcp) -> (Vec<Record>, Summary) {

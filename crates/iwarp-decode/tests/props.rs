@@ -196,8 +196,11 @@ proptest! {
             mpa.push(data, &mut events);
             ift.push(data, &mut events);
             if i % 3 == 2 {
-                mpa.gap(0, *gap + 1, &mut events);
-                ift.gap(0, *gap + 1, &mut events);
+                // Now and then as if the placement view had found a PDU
+                // right after the hole.
+                let found = i % 2 == 0;
+                mpa.gap(0, *gap + 1, found, &mut events);
+                ift.gap(0, *gap + 1, found, &mut events);
             }
         }
         mpa.finish(&mut events);
@@ -329,7 +332,7 @@ proptest! {
             }
         };
         feed(&mut d, &wire[..hole], &mut events);
-        d.gap(hole as u64, (resume - hole) as u64, &mut events);
+        d.gap(hole as u64, (resume - hole) as u64, false, &mut events);
         let before = events.len();
         feed(&mut d, &wire[resume..], &mut events);
         d.finish(&mut events);

@@ -18,7 +18,10 @@ pub mod framing;
 pub mod ift;
 pub mod memory;
 pub mod mpa;
+pub mod ooo;
 pub mod rdmap;
+#[cfg(feature = "sim")]
+pub mod sim;
 #[cfg(test)]
 mod test_util;
 pub mod wire;

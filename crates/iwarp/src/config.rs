@@ -35,14 +35,20 @@ pub enum Framing {
 /// further configuration, to Linux `siw` and to hardware RNICs: MPA
 /// revision 2 with enhanced data (revisions 0 to 2 accepted), CRC asked
 /// for, no markers asked for, IRD/ORD 16/16, `TCP_NODELAY`; received
-/// FPDUs are verified before their payload is placed.
+/// FPDUs are verified before their payload is placed; a connecting end
+/// sends its first FPDU only [`DEFAULT_HOLD_AFTER_REPLY`] after the MPA
+/// Reply, which a Linux `siw` responder needs
+/// ([`StartupConfig::hold_after_reply`]; zero sends at once).
+///
+/// [`DEFAULT_HOLD_AFTER_REPLY`]: iwarp_proto::mpa::startup::DEFAULT_HOLD_AFTER_REPLY
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Startup frames or the immediate-start profile.
     pub framing: Framing,
     /// The MPA startup: revisions, CRC policy, markers wanted on receive,
-    /// IRD/ORD, peer-to-peer RTR mode, private data limit and startup
-    /// timeouts.
+    /// IRD/ORD, peer-to-peer RTR mode, private data limit, startup
+    /// timeouts, and how long a connecting end holds its first FPDU after
+    /// the Reply.
     pub startup: StartupConfig,
     /// The IFT negotiation, for [`Framing::Ift`]: CRCs sent and checked,
     /// markers, timeout. Its VTag is replaced by a random one for each

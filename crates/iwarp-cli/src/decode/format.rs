@@ -18,7 +18,7 @@ use std::io::{self, Write};
 use iwarp_decode::checks::Finding;
 use iwarp_decode::event::{
     Basis, CrcStatus, CrcUse, Event, FramingInfo, FramingKind, GapAction, IndicationInfo, PduInfo,
-    Record, ResyncMethod, StartupFrameInfo, StartupKind,
+    PlaceableInfo, Record, ResyncMethod, StartupFrameInfo, StartupKind,
 };
 use iwarp_decode::note::Level;
 use iwarp_decode::ops::{Operation, OperationKind, OperationSummary};
@@ -149,6 +149,7 @@ pub fn line(event: &Event) -> (&'static str, String) {
         Event::IftIndication(i) => ("IFT", indication_line(i)),
         Event::Framing(f) => framing_line(f),
         Event::Pdu(p) => pdu_line(p),
+        Event::Placeable(p) => ("PLACE", placeable_line(p)),
         Event::Gap(g) => (
             "TCP",
             format!(
@@ -158,13 +159,17 @@ pub fn line(event: &Event) -> (&'static str, String) {
                 match g.action {
                     GapAction::Resync => ": looking for a marker to resynchronise",
                     GapAction::Hunt => ": hunting for the next FPDU by its CRC",
+                    GapAction::Ahead => ": decoding goes on at the PDU found after it",
                     GapAction::Stop => ": decoding of this direction stops",
                     GapAction::None => "",
                 }
             ),
         ),
         Event::Resync(r) => (
-            "MPA",
+            match r.framing {
+                FramingKind::Mpa => "MPA",
+                FramingKind::Ift => "IFT",
+            },
             format!(
                 "resynchronised at stream offset {} after {} octets, on {}",
                 r.offset,
@@ -174,6 +179,8 @@ pub fn line(event: &Event) -> (&'static str, String) {
                         format!("the marker at stream offset {marker} (FPDUPTR {pointer:#06x})"),
                     ResyncMethod::Crc { candidates } =>
                         format!("two FPDUs in a row whose CRCs match ({candidates} offsets tried)"),
+                    ResyncMethod::Ahead =>
+                        "the PDU found whole ahead of the gap (placement view)".to_string(),
                 }
             ),
         ),
@@ -386,6 +393,22 @@ fn pdu_line(p: &PduInfo) -> (&'static str, String) {
     (proto, s)
 }
 
+/// A PDU found ahead of a hole: the PDU's own line, where it lies, and
+/// what a receiver could do with it now.
+fn placeable_line(p: &PlaceableInfo) -> String {
+    let (_, pdu) = pdu_line(&p.pdu);
+    format!(
+        "{pdu}; {} octets ahead of the hole at stream offset {}: {}",
+        p.pdu.offset.saturating_sub(p.hole),
+        p.hole,
+        if p.placeable {
+            "placeable now"
+        } else {
+            "held for delivery"
+        }
+    )
+}
+
 /// Printable ASCII of at most `max` octets, others as dots.
 fn printable(octets: &[u8], max: usize) -> String {
     let mut s: String = octets
@@ -448,6 +471,7 @@ pub fn tree(event: &Event) -> Vec<String> {
             }
         }
         Event::Pdu(p) => pdu_tree(&mut t, p),
+        Event::Placeable(p) => pdu_tree(&mut t, &p.pdu),
         _ => {}
     }
     t
@@ -618,9 +642,19 @@ fn connection_text(o: &mut String, c: &ConnectionSummary) {
                 plural(d.tcp.gaps, "gap")
             );
         }
+        let mut view = String::new();
+        if d.ahead > 0 {
+            let _ = write!(
+                view,
+                "; placement view: {} found ahead of a hole, {} placeable ({} of payload)",
+                plural(d.ahead, "PDU"),
+                d.placeable,
+                plural(d.placeable_octets, "octet"),
+            );
+        }
         let _ = writeln!(
             o,
-            "      {src} > {dst}: {} in {}{extra}; {}, {}, {}",
+            "      {src} > {dst}: {} in {}{extra}; {}, {}, {}{view}",
             plural(d.tcp.octets, "octet"),
             plural(d.tcp.segments, "segment"),
             plural(d.startup, "startup frame"),

@@ -212,23 +212,31 @@ impl Endpoint {
 
     /// One line on the connection's negotiated parameters, for `-d`.
     pub fn describe(&self) -> String {
-        let info = self.qp.info();
-        let revision = info
-            .revision
-            .map_or("none (immediate start)".to_string(), |r| {
-                (r as u8).to_string()
-            });
-        let ird_ord = info.ird_ord.map_or("not negotiated".to_string(), |io| {
-            format!("{}/{}", io.ird, io.ord)
-        });
-        format!(
-            "MPA revision {revision}, CRC {}, markers {}/{} (tx/rx), IRD/ORD {ird_ord}, MULPDU {}",
-            on_off(info.framing.crc),
-            on_off(info.framing.send_markers),
-            on_off(info.framing.receive_markers),
-            info.mulpdu,
-        )
+        describe(&self.qp)
     }
+}
+
+/// One line on a connection's negotiated parameters.
+pub fn describe(qp: &QueuePair) -> String {
+    let info = qp.info();
+    let revision = info
+        .revision
+        .map_or("none (immediate start)".to_string(), |r| {
+            (r as u8).to_string()
+        });
+    let ird_ord = info.ird_ord.map_or("not negotiated".to_string(), |io| {
+        format!("{}/{}", io.ird, io.ord)
+    });
+    let rtr = info.rtr.map_or(String::new(), |r| {
+        format!(", peer-to-peer with a {r:?} RTR")
+    });
+    format!(
+        "MPA revision {revision}, CRC {}, markers {}/{} (tx/rx), IRD/ORD {ird_ord}{rtr}, MULPDU {}",
+        on_off(info.framing.crc),
+        on_off(info.framing.send_markers),
+        on_off(info.framing.receive_markers),
+        info.mulpdu,
+    )
 }
 
 fn on_off(b: bool) -> &'static str {

@@ -98,7 +98,7 @@ async fn serve(cfg: &PingConfig, request: ConnectRequest) -> Result<()> {
     let qp = request
         .accept(options, &[])
         .await
-        .map_err(|e| PingError::startup(peer, e))?;
+        .map_err(|e| PingError::startup(peer, e, false))?;
     let ep = Endpoint::new(qp, buffers, Peer::Client, cfg.timeout);
     eprintln!("iwarp ping: client {peer} connected");
     log.debug(format_args!("connected: {}", ep.describe()));

@@ -24,9 +24,12 @@
 //! then [`Deframer::header`]) and [`FramingEvent::End`] once the payload
 //! CRC is.
 //!
-//! Speculative placement (§8) belongs to an out-of-order receive path,
-//! which this is not: TCP has delivered everything before each octet seen
-//! here, so there is nothing to guess and nothing to re-place.
+//! Speculative placement (§8) belongs to the out-of-order receive path
+//! ([`crate::ooo`]), which is built of this receiver: it confirms a frame
+//! guessed ahead of a hole by running it through a fresh receiver started
+//! at the guess ([`IftReceiver::at_offset`]). Here TCP has delivered
+//! everything before each octet seen, so there is nothing to guess and
+//! nothing to re-place.
 
 use super::frame::{IftHeaderView, CRC_LEN, IFT_HEADER_LEN, MAX_HEADER_SIZE};
 use super::marker;

@@ -32,16 +32,17 @@
 //! and marker checks, and markers ([`marker`]), whose details the draft
 //! leaves "TBD" (§9) and which are decided there.
 //!
-//! What is not: speculative placement. It is only meaningful on an
-//! out-of-order receive path (TCP segments placed before the ones ahead of
-//! them have arrived), which this crate does not have yet; the in-order
-//! receiver needs nothing for it, because every octet it sees follows every
-//! earlier one and its positions are certain. The negotiated permission is
-//! carried in [`IftParams::may_speculate`] for that future path, which would
-//! do §8.1's confirmation checks with the header CRC and VTag verified here,
-//! and §8.2's overwrite tracking in DDP. Nor does IFT define an error
-//! message or a teardown of its own; errors map to MPA's LLP Terminate codes
-//! ([`crate::framing::LlpError`]).
+//! Speculative placement lives on the out-of-order receive path
+//! ([`crate::ooo`], with [`crate::ooo::IftFraming`]): the in-order receiver
+//! needs nothing for it, because every octet it sees follows every earlier
+//! one and its positions are certain. With the negotiated permission
+//! ([`IftParams::may_speculate`]) that path guesses a frame at the start of
+//! a segment, confirms it with §8.1's checks (lengths, VTag, header and
+//! payload CRC through this receiver, DDP's fields through the queue
+//! pair), never places over another speculative placement (§8.2), and
+//! withdraws a frame the in-order path finds misplaced. IFT defines no
+//! error message or teardown of its own; errors map to MPA's LLP Terminate
+//! codes ([`crate::framing::LlpError`]).
 //!
 //! Every place the draft leaves a detail open is decided in the module that
 //! implements it, with the section it interprets: flag bit positions and

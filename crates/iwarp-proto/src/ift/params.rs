@@ -90,8 +90,9 @@ pub struct IftParams {
     /// Deframing of what this end receives.
     pub rx: RxParams,
     /// The peer permits this end to place its frames speculatively (the
-    /// peer's SP, §8). Only an out-of-order receive path can use it; the
-    /// in-order [`super::IftReceiver`] never speculates.
+    /// peer's SP, §8). Only the out-of-order receive path uses it
+    /// ([`crate::ooo::IftFraming::may_speculate`]); the in-order
+    /// [`super::IftReceiver`] never speculates.
     pub may_speculate: bool,
     /// This end permitted the peer to place speculatively (our SP). If so,
     /// the application must treat the unwritten parts of a delivered

@@ -47,6 +47,12 @@ impl MemoryBuffer {
     pub fn ptr_eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// A number that names these octets while any handle to them lives:
+    /// equal for two handles exactly when [`MemoryBuffer::ptr_eq`] holds.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as *const () as usize
+    }
 }
 
 impl From<Vec<u8>> for MemoryBuffer {

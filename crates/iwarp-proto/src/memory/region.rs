@@ -149,6 +149,11 @@ impl RegionSlice {
         self.reg.is_valid()
     }
 
+    /// True when both are the same range of the same registration.
+    pub fn same_as(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.reg, &other.reg) && self.offset == other.offset && self.len == other.len
+    }
+
     /// The part `at..at + len` of it; `None` if that is not inside.
     pub fn sub(&self, at: usize, len: usize) -> Option<Self> {
         let end = at.checked_add(len)?;

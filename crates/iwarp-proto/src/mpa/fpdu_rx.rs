@@ -12,11 +12,13 @@
 //! own ([`FramingEvent::Begin`] with `header_len` 0) and all of it comes as
 //! payload.
 //!
-//! An out-of-order receive path (TCP segments tagged with sequence numbers,
-//! FPDUs located through markers, draft-ietf-rddp-mpa-01 §3.1.2 and §5.4)
-//! would sit beside this one: it shares the marker arithmetic of
-//! [`super::marker`] and the format of [`super::fpdu`], and hands ULPDUs to
-//! the same sink, while this in-order receiver stays as it is.
+//! The out-of-order receive path ([`crate::ooo`]: TCP segments tagged with
+//! sequence numbers, FPDUs located through markers, draft-ietf-rddp-mpa-01
+//! §3.1.2 and §5.4) sits beside this one and is built of it: it checks each
+//! FPDU it finds ahead of a hole with a fresh receiver started at the
+//! FPDU's first octet ([`FpduReceiver::at_offset`]), measures it with
+//! [`FpduReceiver::next_fpdu_len`], and runs this receiver itself for
+//! everything it passes on in order.
 
 mod verified;
 

@@ -6,6 +6,7 @@
 //! Invalidate), RDMA Write, RDMA Read (requester and responder), Terminate,
 //! completions and teardown.
 
+mod early;
 mod error;
 mod opcode;
 pub mod pretty;

@@ -198,7 +198,74 @@ fn held(error: ProtocolError, culprit: Culprit) -> Pending {
     }
 }
 
+/// RFC 5040 §4.2 and §4.3 for a parsed DDP header: RV is 1, and the
+/// opcode is defined and uses the buffer model it is defined for.
+//= rfc5040#4.2
+//# RDMA Version (RV): This field MUST be set to one to indicate the version of the
+//# specification described in this document.
+//= rfc5040#4.3
+//# Opcodes 1000b to 1111b are reserved; a reserved opcode MUST be treated as an error.
+fn rdmap_opcode(header: &SegmentHeader) -> Result<Opcode, Pending> {
+    let control = header.rsvd_ulp();
+    if control_version(control) != RDMAP_VERSION {
+        return Err(held(
+            operation(OperationError::InvalidVersion),
+            Culprit::None,
+        ));
+    }
+    let tagged = matches!(header, SegmentHeader::Tagged(_));
+    match Opcode::from_bits(control_opcode(control)) {
+        Some(op) if op.is_tagged() == tagged => Ok(op),
+        _ => Err(held(
+            operation(OperationError::UnexpectedOpcode),
+            Culprit::None,
+        )),
+    }
+}
+
+/// Untagged check 3 (RFC 5041 §7.1) against a buffer of `cap` octets: a
+/// segment with payload starts inside it, an empty one at most at its end.
+pub(super) const fn mo_in_buffer(cap: usize, mo: usize, len: usize) -> bool {
+    !((len > 0 && mo >= cap) || mo > cap)
+}
+
+/// Untagged check 4 (RFC 5041 §7.1): the segment ends inside the buffer.
+pub(super) const fn fits_buffer(cap: usize, mo: usize, len: usize) -> bool {
+    mo + len <= cap
+}
+
+/// The DDP header and RDMAP opcode of a ULPDU's first octets, if they
+/// pass the checks [`QueuePair`] makes of them first (DV, RV, opcode):
+/// for the out-of-order path, which must not act on one that does not.
+pub(super) fn parse_opcode(octets: &[u8]) -> Option<(SegmentHeader, Opcode)> {
+    let header = SegmentHeader::parse(&Segment::new_checked(octets).ok()?).ok()?;
+    let opcode = rdmap_opcode(&header).ok()?;
+    Some((header, opcode))
+}
+
 impl QueuePair {
+    /// Tagged checks 1 to 5 (RFC 5041 §7.1) against the memory table: the
+    /// region `len` octets at the header's STag and TO go to.
+    pub(super) fn tagged_region(
+        &self,
+        h: &TaggedHeader,
+        len: usize,
+    ) -> Result<RegionSlice, AccessViolation> {
+        self.table.check_remote(
+            h.stag,
+            self.cfg.pd,
+            self.cfg.stream,
+            Access::REMOTE_WRITE,
+            h.to,
+            len as u64,
+        )
+    }
+
+    /// The MSN the next message of untagged queue `qn` carries, in order.
+    pub(super) fn expected_msn(&self, qn: u32) -> Option<u32> {
+        self.rx.msn.get(qn as usize).copied()
+    }
+
     /// True while received ULPDUs are processed.
     pub fn is_receiving(&self) -> bool {
         self.rx.phase != Phase::Stopped
@@ -245,31 +312,11 @@ impl QueuePair {
         //= rfc5041#4.2
         //# At the Data Sink, DDP MUST provide the RsvdULP field to the ULP when the DDP Message
         //# is delivered.
-        let tagged = matches!(header, SegmentHeader::Tagged(_));
         self.rx.header = Some(header);
         let payload_len = self.rx.ulpdu_len - header.buffer_len();
-        let control = header.rsvd_ulp();
-        //= rfc5040#4.2
-        //# RDMA Version (RV): This field MUST be set to one to indicate the version of the
-        //# specification described in this document.
-        //= rfc5040#4.3
-        //# Opcodes 1000b to 1111b are reserved; a reserved opcode MUST be treated as an error.
-        // RFC 5040 §4.2: RV must be 1; the opcode must be defined and use
-        // the buffer model it is defined for.
-        if control_version(control) != RDMAP_VERSION {
-            return self.hold(held(
-                operation(OperationError::InvalidVersion),
-                Culprit::None,
-            ));
-        }
-        let opcode = match Opcode::from_bits(control_opcode(control)) {
-            Some(op) if op.is_tagged() == tagged => op,
-            _ => {
-                return self.hold(held(
-                    operation(OperationError::UnexpectedOpcode),
-                    Culprit::None,
-                ))
-            }
+        let opcode = match rdmap_opcode(&header) {
+            Ok(op) => op,
+            Err(p) => return self.hold(p),
         };
         self.rx.opcode = Some(opcode);
         if opcode == Opcode::Terminate {
@@ -389,15 +436,7 @@ impl QueuePair {
                 ));
             }
         }
-        // Checks 1 to 5 against the memory table.
-        match self.table.check_remote(
-            h.stag,
-            self.cfg.pd,
-            self.cfg.stream,
-            Access::REMOTE_WRITE,
-            h.to,
-            len as u64,
-        ) {
+        match self.tagged_region(h, len) {
             Ok(slice) => Ok(Target::Region { slice, at: 0 }),
             Err(v) => Err(held(
                 tagged_error(v),
@@ -467,14 +506,14 @@ impl QueuePair {
         let mo = h.mo as usize;
         // Check 3: MO within the buffer. Over an in-order LLP it must also
         // continue the message exactly where the last segment ended.
-        if (len > 0 && mo >= cap) || mo > cap || (ahead == 0 && h.mo != progress) {
+        if !mo_in_buffer(cap, mo, len) || (ahead == 0 && h.mo != progress) {
             return Err(held(
                 untagged(UntaggedError::InvalidMo),
                 recv(CompletionStatus::FatalError),
             ));
         }
         // Check 4: MO + length within the buffer.
-        if mo + len > cap {
+        if !fits_buffer(cap, mo, len) {
             return Err(held(
                 untagged(UntaggedError::TooLong),
                 recv(CompletionStatus::LocalLengthError),
@@ -557,11 +596,32 @@ impl QueuePair {
         }
     }
 
+    /// Counts the whole payload of the current segment as received, placed
+    /// already into `placed` ahead of delivery, if `placed` is exactly
+    /// where the segment's checks put it and its STag is still valid:
+    /// [`QueuePair::place_direct`] without writing the octets again.
+    /// `None` when the checks put it nowhere (the segment is refused);
+    /// `Some(false)` when they put it elsewhere or the STag went invalid
+    /// (the segment then fails, as placement into an invalid STag does).
+    pub(super) fn count_placed(&mut self, placed: &RegionSlice) -> Option<bool> {
+        let (Phase::Payload, Target::Region { slice, at }) = (&self.rx.phase, &mut self.rx.target)
+        else {
+            return None;
+        };
+        if *at != 0 || !slice.same_as(placed) || !slice.is_valid() {
+            self.placement_failed(AccessViolation::InvalidStag);
+            return Some(false);
+        }
+        *at = slice.len();
+        self.rx.consumed += slice.len();
+        Some(true)
+    }
+
     /// The region was invalidated in the middle of the segment.
     //= rfc5041#7.1
     //# If the DDP layer detects any of the receive errors listed in this section, it MUST cease
     //# placing the remainder of the DDP Segment and report the error(s) to the ULP.
-    fn placement_failed(&mut self, v: AccessViolation) {
+    pub(super) fn placement_failed(&mut self, v: AccessViolation) {
         let p = match self.rx.opcode {
             Some(op) if op.is_tagged() => held(
                 tagged_error(v),

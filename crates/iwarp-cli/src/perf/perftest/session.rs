@@ -114,14 +114,11 @@ pub async fn client(p: Params, addr: SocketAddr, net: Net) -> Result<()> {
         .await
         .map_err(|e| connect_error(addr, &p, e))?;
     let comm = Comm::new(qp, pd, Side::Client, recv)?;
-    // perftest's ib_write_bw sleeps a second here; the others go at once. A pause also
-    // keeps clear of siw's accept race (a first FPDU arriving before its QP is hooked up).
-    let pause = if p.test == TestKind::Write && p.measure == Measure::Bw {
-        Duration::from_secs(1)
-    } else {
-        Duration::from_millis(100)
-    };
-    tokio::time::sleep(pause).await;
+    // perftest's ib_write_bw sleeps a second here; the others go at once (siw's accept
+    // race is the runtime's business: it holds a first FPDU after the Reply).
+    if p.test == TestKind::Write && p.measure == Measure::Bw {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     let mut run = Run::new(p, comm, pd, net);
     let result = run.steps(Peer::Server(addr)).await;
     run.finish(result).await
