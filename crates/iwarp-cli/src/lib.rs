@@ -25,3 +25,11 @@ pub mod perf;
 pub mod ping;
 pub mod soak;
 pub mod startup_args;
+
+/// The tool's iWARP device: one per process, opened on first use, as a
+/// verbs tool opens one `ibv_context`; every subcommand's protection
+/// domains come from it.
+pub fn device() -> &'static iwarp::Device {
+    static DEVICE: std::sync::OnceLock<iwarp::Device> = std::sync::OnceLock::new();
+    DEVICE.get_or_init(iwarp::Device::new)
+}

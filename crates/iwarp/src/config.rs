@@ -13,6 +13,7 @@ use crate::memory::ProtectionDomain;
 
 /// How the two ends agree on framing before data flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Framing {
     /// MPA with startup frames (Request/Reply): revisions 0, 1 and 2 as
     /// [`Config::startup`] allows. The default.
@@ -61,10 +62,6 @@ pub struct Config {
     /// octets count: a healthy peer with nothing to send looks the same as
     /// a dead one, so set it only where the application keeps traffic
     /// flowing. Off by default.
-    //= rfc5044#7.1.2
-    //# ULPs SHOULD implement a reasonable timeout while waiting for FPDUs, ULPDUs, and
-    //# application level messages to guard against application failures and certain
-    //# denial-of-service attacks.
     pub idle_timeout: Option<Duration>,
     /// How long [`QueuePair::disconnect`](crate::QueuePair::disconnect)
     /// waits for the peer to close its side before closing abruptly.
@@ -176,7 +173,8 @@ impl Config {
 /// queue pair.
 #[derive(Debug, Clone)]
 pub struct QpOptions {
-    /// The domain whose regions the queue pair may use.
+    /// The domain whose regions the queue pair may use; its device's
+    /// table resolves every STag the queue pair meets.
     pub pd: ProtectionDomain,
     /// Where Sends, Writes and Reads complete.
     pub send_cq: CompletionQueue,
@@ -194,11 +192,12 @@ pub struct QpOptions {
 }
 
 impl QpOptions {
-    /// A queue pair in `pd` with one new completion queue for both sides.
-    pub fn new(pd: ProtectionDomain) -> Self {
+    /// A queue pair in `pd` (and `pd`'s device) with one new completion
+    /// queue for both sides.
+    pub fn new(pd: &ProtectionDomain) -> Self {
         let cq = CompletionQueue::new(1024);
         Self {
-            pd,
+            pd: pd.clone(),
             send_cq: cq.clone(),
             recv_cq: cq,
             initial_recvs: Vec::new(),

@@ -5,9 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use iwarp::{
-    Access, CompletionQueue, CompletionStatus, MemoryRegion, ProtectionDomain, QpOptions, QueuePair,
-};
+use iwarp::{Access, CompletionQueue, CompletionStatus, MemoryRegion, QpOptions, QueuePair};
 
 use crate::ping::endpoint::register;
 use crate::ping::error::{Peer, PingError, Result};
@@ -34,7 +32,7 @@ impl Buffers {
     /// Registers the two `size`-octet buffers in a new domain, and returns them with the
     /// queue pair options that post `count` receives before the connection moves data.
     pub fn new(size: u32, count: u32) -> Result<(Self, QpOptions)> {
-        let pd = ProtectionDomain::new();
+        let pd = crate::device().alloc_pd();
         let size = size as usize;
         let recv = register(&pd, size, Access::LOCAL_WRITE)?;
         let send = register(&pd, size, Access::empty())?;
@@ -108,7 +106,7 @@ impl Node {
     /// RTR's empty completion is not counted as a message. ucmatose itself never meets
     /// this: siw offers no Send RTR.
     pub fn make_room_for_a_send_rtr(&self) -> Result<()> {
-        if self.qp.info().rtr != Some(iwarp::RtrType::Send) {
+        if self.qp.info().mpa().and_then(|m| m.rtr) != Some(iwarp::RtrType::Send) {
             return Ok(());
         }
         let during = self.during("posting a receive for the client's Send RTR");

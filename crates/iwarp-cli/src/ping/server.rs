@@ -227,7 +227,7 @@ impl Session<'_> {
             self.log
                 .debug(format_args!("growing the buffer to {len} octets"));
             self.sink = register(
-                &self.sink.pd(),
+                self.sink.pd(),
                 len,
                 Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             )?;

@@ -52,7 +52,7 @@ pub struct Comm {
 }
 
 /// The receive buffer a channel needs posted before its connection carries anything.
-pub fn recv_region(pd: ProtectionDomain) -> Result<MemoryRegion> {
+pub fn recv_region(pd: &ProtectionDomain) -> Result<MemoryRegion> {
     pd.register(vec![0; RECV_LEN], Access::LOCAL_WRITE)
         .map_err(|e| PerfError::iwarp("registering the exchange buffer", e))
 }
@@ -62,7 +62,7 @@ impl Comm {
     /// was posted before the connection started.
     pub fn new(
         qp: QueuePair,
-        pd: ProtectionDomain,
+        pd: &ProtectionDomain,
         side: Side,
         recv: MemoryRegion,
     ) -> Result<Self> {

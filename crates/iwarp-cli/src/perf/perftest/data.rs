@@ -71,7 +71,7 @@ impl Data {
     #[allow(clippy::too_many_arguments)] // the pieces a run has gathered by now
     pub fn new(
         params: &Params,
-        pd: ProtectionDomain,
+        pd: &ProtectionDomain,
         qps: Vec<QueuePair>,
         send_cq: CompletionQueue,
         recv_cq: CompletionQueue,

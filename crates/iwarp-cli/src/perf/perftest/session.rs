@@ -74,12 +74,12 @@ pub fn config(p: &Params, net: Net, ird_ord: u16) -> Config {
 }
 
 fn qp_options(
-    pd: ProtectionDomain,
+    pd: &ProtectionDomain,
     send_cq: &CompletionQueue,
     recv_cq: &CompletionQueue,
 ) -> QpOptions {
     QpOptions {
-        pd,
+        pd: pd.clone(),
         send_cq: send_cq.clone(),
         recv_cq: recv_cq.clone(),
         initial_recvs: Vec::new(),
@@ -88,7 +88,7 @@ fn qp_options(
 
 /// The exchange channel's queue pair options, its one receive posted before the
 /// connection starts (the peer may send at once), and that receive's buffer.
-fn comm_options(pd: ProtectionDomain) -> Result<(QpOptions, iwarp::MemoryRegion)> {
+fn comm_options(pd: &ProtectionDomain) -> Result<(QpOptions, iwarp::MemoryRegion)> {
     let recv = comm::recv_region(pd)?;
     let mut opts = qp_options(pd, &CompletionQueue::new(64), &CompletionQueue::new(64));
     let sge = recv
@@ -108,12 +108,12 @@ fn same_options(p: &Params) -> String {
 
 /// Runs the client end against the server at `addr`.
 pub async fn client(p: Params, addr: SocketAddr, net: Net) -> Result<()> {
-    let pd = ProtectionDomain::new();
-    let (opts, recv) = comm_options(pd)?;
+    let pd = crate::device().alloc_pd();
+    let (opts, recv) = comm_options(&pd)?;
     let qp = iwarp::connect(addr, &config(&p, net, 0), opts, b"")
         .await
         .map_err(|e| connect_error(addr, &p, e))?;
-    let comm = Comm::new(qp, pd, Side::Client, recv)?;
+    let comm = Comm::new(qp, &pd, Side::Client, recv)?;
     // perftest's ib_write_bw sleeps a second here; the others go at once (siw's accept
     // race is the runtime's business: it holds a first FPDU after the Reply).
     if p.test == TestKind::Write && p.measure == Measure::Bw {
@@ -129,8 +129,8 @@ pub async fn server(p: Params, mut listener: Listener, net: Net) -> Result<()> {
     if net.print {
         out("\n************************************\n* Waiting for client to connect... *\n************************************");
     }
-    let pd = ProtectionDomain::new();
-    let (opts, recv) = comm_options(pd)?;
+    let pd = crate::device().alloc_pd();
+    let (opts, recv) = comm_options(&pd)?;
     let req = listener
         .accept()
         .await
@@ -140,7 +140,7 @@ pub async fn server(p: Params, mut listener: Listener, net: Net) -> Result<()> {
         .accept_with(opts, b"", Some(IrdOrd::new(0, 0)))
         .await
         .map_err(|e| PerfError::iwarp(format!("accepting {peer}"), e))?;
-    let comm = Comm::new(qp, pd, Side::Server, recv)?;
+    let comm = Comm::new(qp, &pd, Side::Server, recv)?;
     let mut run = Run::new(p, comm, pd, net);
     let result = run.steps(Peer::Client(&mut listener)).await;
     run.finish(result).await
@@ -457,7 +457,7 @@ impl Run {
                 let n = self.p.qps.unwrap_or(1);
                 for i in 0..n {
                     let qp =
-                        connect_retrying(*addr, &cfg, || qp_options(self.pd, &send_cq, &recv_cq))
+                        connect_retrying(*addr, &cfg, || qp_options(&self.pd, &send_cq, &recv_cq))
                             .await
                             .map_err(|e| match e {
                                 iwarp::Error::Rejected { .. } => PerfError::Protocol(format!(
@@ -472,10 +472,13 @@ impl Run {
                     // A read test needs Reads granted (our ORD); any other test none at all
                     // (a server granting Reads raised our IRD to its ORD).
                     let read = self.p.test == TestKind::Read;
-                    let granted =
-                        qp.info()
-                            .ird_ord
-                            .map(|v| if read { v.ord } else { v.ird.max(v.ord) });
+                    let granted = qp.info().mpa().and_then(|m| m.ird_ord).map(|v| {
+                        if read {
+                            v.ord
+                        } else {
+                            v.ird.max(v.ord)
+                        }
+                    });
                     check_reads(&self.p, granted, "the server")?;
                     qps.push(qp);
                 }
@@ -502,7 +505,7 @@ impl Run {
                     let ird = asked.map_or(ird_ord, |a| a.min(ird_ord));
                     let qp = req
                         .accept_with(
-                            qp_options(self.pd, &send_cq, &recv_cq),
+                            qp_options(&self.pd, &send_cq, &recv_cq),
                             b"",
                             Some(IrdOrd::new(ird, ird)),
                         )
@@ -530,7 +533,7 @@ impl Run {
         let n = qps.len() as u32;
         let data = Data::new(
             &self.p,
-            self.pd,
+            &self.pd,
             qps,
             send_cq,
             recv_cq,

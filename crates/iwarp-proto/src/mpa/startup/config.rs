@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use super::enhanced::RtrTypes;
-use super::error::{check_ird_ord, StartupError};
+use super::error::{check_ird_ord, ConfigError, StartupError};
 use super::frame::{Revision, MAX_PRIVATE_DATA};
 
 /// Whether this end asks for CRC, and what it insists on.
@@ -51,6 +51,7 @@ impl CrcPolicy {
 
 /// How an initiator treats a responder's ORD above its own IRD (RFC 6581).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum IrdOrdNegotiation {
     /// Raise this end's IRD to the responder's ORD and carry on, so that
     /// every Read the responder may have outstanding is served. Linux
@@ -179,9 +180,7 @@ impl StartupConfig {
     /// Checks that the configuration is consistent.
     pub fn validate(&self) -> Result<(), StartupError> {
         if self.min_revision > self.max_revision {
-            return Err(StartupError::InvalidConfig(
-                "min_revision is above max_revision",
-            ));
+            return Err(StartupError::InvalidConfig(ConfigError::RevisionRange));
         }
         check_ird_ord(self.ird)?;
         check_ird_ord(self.ord)?;
@@ -194,18 +193,14 @@ impl StartupConfig {
         if self.peer_to_peer {
             if !self.sends_enhanced() {
                 return Err(StartupError::InvalidConfig(
-                    "peer-to-peer mode needs revision 2 with enhanced data",
+                    ConfigError::PeerToPeerNeedsEnhanced,
                 ));
             }
             if self.rtr_types.is_empty() {
-                return Err(StartupError::InvalidConfig(
-                    "peer-to-peer mode needs at least one RTR type",
-                ));
+                return Err(StartupError::InvalidConfig(ConfigError::NoRtrType));
             }
             if self.ord == 0 && !self.rtr_types.write && !self.rtr_types.send {
-                return Err(StartupError::InvalidConfig(
-                    "a Read RTR needs an ORD of at least 1",
-                ));
+                return Err(StartupError::InvalidConfig(ConfigError::ReadRtrWithoutOrd));
             }
         }
         Ok(())
@@ -252,12 +247,20 @@ mod tests {
             max_revision: Revision::Rev1,
             ..StartupConfig::default()
         };
-        assert!(matches!(c.validate(), Err(StartupError::InvalidConfig(_))));
+        assert_eq!(
+            c.validate(),
+            Err(StartupError::InvalidConfig(ConfigError::RevisionRange))
+        );
         let c = StartupConfig {
             ird: 0x4000,
             ..StartupConfig::default()
         };
-        assert!(c.validate().is_err());
+        assert_eq!(
+            c.validate(),
+            Err(StartupError::InvalidConfig(ConfigError::IrdOrdTooLarge(
+                0x4000
+            )))
+        );
         let c = StartupConfig {
             peer_to_peer: true,
             enhanced: false,

@@ -98,7 +98,7 @@ pub use enhanced::{
     EnhancedData, IrdOrd, RtrType, RtrTypes, ENHANCED_DATA_LEN, IRD_FLAG_PEER_TO_PEER,
     IRD_FLAG_SEND_RTR, MAX_IRD_ORD, ORD_FLAG_READ_RTR, ORD_FLAG_WRITE_RTR,
 };
-pub use error::{Awaiting, StartupError};
+pub use error::{Awaiting, ConfigError, StartupError};
 pub use frame::{
     FrameError, FrameKind, Revision, StartupFrame, StartupFrameRepr, FLAG_CRC, FLAG_ENHANCED,
     FLAG_GSO_EXPERIMENT, FLAG_MARKERS, FLAG_REJECT, HEADER_LEN, KEY_LEN, MAX_PRIVATE_DATA,
@@ -124,6 +124,7 @@ pub enum Role {
 
 /// Where a startup machine is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum State {
     /// Responder: waiting for the MPA Request.
     AwaitingRequest,

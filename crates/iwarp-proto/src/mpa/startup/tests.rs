@@ -1804,7 +1804,7 @@ fn a_read_rtr_needs_a_read_slot_at_both_ends() {
     // Nothing left to offer.
     assert!(matches!(
         Initiator::new(p2p(read_only, 16, 0), b"", now),
-        Err(StartupError::InvalidConfig(_))
+        Err(StartupError::InvalidConfig(ConfigError::ReadRtrWithoutOrd))
     ));
     // Write and Read configured, ORD 0: only Write offered.
     let (_, req) = initiator(p2p(RtrTypes::WRITE_READ, 16, 0), b"", now);
@@ -2188,7 +2188,7 @@ fn invalid_configs_are_refused_up_front() {
     };
     assert!(matches!(
         Responder::new(bad.clone(), now),
-        Err(StartupError::InvalidConfig(_))
+        Err(StartupError::InvalidConfig(ConfigError::RevisionRange))
     ));
     assert!(Initiator::new(bad, b"", now).is_err());
 }
