@@ -17,6 +17,7 @@
 //! | [`report`] | perftest-style table, side-by-side comparison, JSON |
 //! | [`progress`] | counters and the progress bar |
 //! | [`tcp`] | the plain-TCP baseline backend |
+//! | [`perftest`] | `--perftest`: a wire peer of perftest's rdma_cm mode, both roles |
 
 pub mod args;
 pub mod backend;
@@ -24,6 +25,7 @@ pub mod control;
 pub mod error;
 pub mod iwarp;
 pub mod measure;
+pub mod perftest;
 pub mod progress;
 pub mod report;
 pub mod session;
@@ -48,8 +50,12 @@ use session::ServerLog;
 use spec::{Mode, RunConfig, RunLength, Transport};
 
 /// Runs `iwarp perf` with parsed arguments; with `counters` (`-v`), each iWARP data
-/// connection's counters are printed at the end of its session, both ends' in a loopback run.
+/// connection's counters are printed at the end of its session, both ends' in a loopback run
+/// (not in `--perftest` mode, whose output is perftest's).
 pub async fn run(args: PerfArgs, counters: bool) -> Result<()> {
+    if args.perftest {
+        return perftest::run(args.resolve_perftest()?).await;
+    }
     let cfg = args.resolve()?;
     match cfg.mode.clone() {
         Mode::Server {
