@@ -348,7 +348,7 @@ fn start(
         recv_cq: qp.recv_cq,
         initial_recvs: qp.initial_recvs,
     })?;
-    startup_log::established(Some(shared.peer), &shared.info);
+    startup_log::established(&shared.span, &shared.info);
     Ok(QueuePair::new(shared))
 }
 
