@@ -306,7 +306,7 @@ impl<F: OooFraming> OooReceiver<F> {
                     }
                     let hl = usize::from(record.header_len);
                     let delivered =
-                        qp.deliver_placed(&record.header[..hl], record.ulpdu_len, &record.target);
+                        qp.deliver_placed(&record.header[..hl], record.ulpdu_len, record.target);
                     if let Err(e) = delivered {
                         return Err(self.fail(FeedError::Sink(e), qp));
                     }
