@@ -8,8 +8,6 @@
 //! beyond the window, or beyond the budget, are dropped, as a TCP receiver
 //! drops what it has no room for, and the sender sends them again.
 
-use std::collections::VecDeque;
-
 /// What the budget charges for each piece besides its octets: its entry
 /// and the vector header, roughly.
 pub const PIECE_OVERHEAD: usize = 64;
@@ -26,6 +24,13 @@ pub enum Piece<R> {
         /// What delivering it in order needs.
         record: R,
     },
+}
+
+/// No octets: what a slot holds once its piece has been taken.
+impl<R> Default for Piece<R> {
+    fn default() -> Self {
+        Self::Octets(Vec::new())
+    }
 }
 
 impl<R> Piece<R> {
@@ -45,7 +50,7 @@ impl<R> Piece<R> {
 
 /// The held pieces of one direction's stream.
 ///
-/// Kept in a deque sorted by stream offset: pieces arrive near its end
+/// Kept in a queue sorted by stream offset: pieces arrive near its end
 /// (segments come roughly in order) and leave from its front (the in-order
 /// point moves on), and a binary search finds any other place.
 #[derive(Debug, Clone)]
@@ -54,7 +59,7 @@ pub struct Held<R> {
     /// handed to the in-order path.
     next: u64,
     /// (start, piece), by start; disjoint.
-    pieces: VecDeque<(u64, Piece<R>)>,
+    pieces: Queue<(u64, Piece<R>)>,
     /// Octets held in [`Piece::Octets`].
     octets: usize,
     /// Stream octets covered by all pieces: what an in-order reassembly
@@ -69,7 +74,7 @@ impl<R> Held<R> {
     pub fn new(next: u64, budget: usize) -> Self {
         Self {
             next,
-            pieces: VecDeque::new(),
+            pieces: Queue::default(),
             octets: 0,
             covered: 0,
             budget,
@@ -342,7 +347,8 @@ impl<R> Held<R> {
             .holding(start)
             .unwrap_or_else(|| self.first_from(start));
         self.pieces
-            .range(from..)
+            .iter()
+            .skip(from)
             .take_while(|&&(s, _)| s < end)
             .any(|(_, p)| matches!(p, Piece::Done { .. }))
     }
@@ -405,6 +411,103 @@ impl<R> Held<R> {
             }
             Some((*s, e))
         })
+    }
+}
+
+/// A queue kept in a vector from `head` on: its live part is one slice
+/// (a binary search and an insertion near the end cost what they cost in
+/// a vector), and taking from the front is moving `head` on, the slots
+/// before it reclaimed when they are half the vector or all of it.
+#[derive(Debug, Clone)]
+struct Queue<T> {
+    items: Vec<T>,
+    head: usize,
+}
+
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+impl<T> std::ops::Index<usize> for Queue<T> {
+    type Output = T;
+
+    fn index(&self, i: usize) -> &T {
+        &self.items[self.head + i]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Queue<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        let head = self.head;
+        &mut self.items[head + i]
+    }
+}
+
+impl<T: Default> Queue<T> {
+    fn live(&self) -> &[T] {
+        &self.items[self.head..]
+    }
+
+    fn len(&self) -> usize {
+        self.items.len() - self.head
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn front(&self) -> Option<&T> {
+        self.live().first()
+    }
+
+    fn get(&self, i: usize) -> Option<&T> {
+        self.live().get(i)
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.live().iter()
+    }
+
+    fn partition_point(&self, pred: impl FnMut(&T) -> bool) -> usize {
+        self.live().partition_point(pred)
+    }
+
+    fn insert(&mut self, i: usize, item: T) {
+        if i == 0 && self.head > 0 {
+            self.head -= 1;
+            self.items[self.head] = item;
+        } else {
+            self.items.insert(self.head + i, item);
+        }
+    }
+
+    fn push_front(&mut self, item: T) {
+        self.insert(0, item);
+    }
+
+    fn remove(&mut self, i: usize) -> Option<T> {
+        if i == 0 {
+            return self.pop_front();
+        }
+        (i < self.len()).then(|| self.items.remove(self.head + i))
+    }
+
+    fn pop_front(&mut self) -> Option<T> {
+        let item = std::mem::take(self.items.get_mut(self.head)?);
+        self.head += 1;
+        if self.head == self.items.len() {
+            self.items.clear();
+            self.head = 0;
+        } else if self.head >= 32 && self.head * 2 >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+        Some(item)
     }
 }
 

@@ -154,16 +154,18 @@ impl<F: OooFraming, R> Reorder<F, R> {
     }
 
     fn prune(&mut self) {
+        // One by one: few are behind at a time, and splitting the maps
+        // would allocate.
         let next = self.held.next();
-        if self
+        while self
             .candidates
             .first_key_value()
             .is_some_and(|(&c, _)| c < next)
         {
-            self.candidates = self.candidates.split_off(&next);
+            self.candidates.pop_first();
         }
-        if self.kept.first_key_value().is_some_and(|(&c, _)| c < next) {
-            self.kept = self.kept.split_off(&next);
+        while self.kept.first_key_value().is_some_and(|(&c, _)| c < next) {
+            self.kept.pop_first();
         }
     }
 
