@@ -235,12 +235,29 @@ impl<R> Held<R> {
             .is_none_or(|i| self.pieces[i].0 + self.pieces[i].1.len() <= start)
     }
 
+    /// Where pieces for `start..end` go, if nothing held meets it (see
+    /// [`Held::is_clear`]): for [`Held::insert_done_at`].
+    pub fn gap(&self, start: u64, end: u64) -> Option<usize> {
+        let i = self.first_from(end);
+        let clear = i
+            .checked_sub(1)
+            .is_none_or(|j| self.pieces[j].0 + self.pieces[j].1.len() <= start);
+        clear.then_some(i)
+    }
+
     /// Holds the record of a PDU of `len` stream octets at `start` whose
     /// octets were never held (see [`Held::is_clear`]).
     pub fn insert_done(&mut self, start: u64, len: u64, record: R) {
-        self.covered += len;
         let at = self.first_from(start);
-        self.pieces.insert(at, (start, Piece::Done { len, record }));
+        self.insert_done_at(at, start, len, record);
+    }
+
+    /// [`Held::insert_done`] at index `i`: [`Held::gap`] of a range
+    /// `start..start + len` lies in, plus the records put there since.
+    pub fn insert_done_at(&mut self, i: usize, start: u64, len: u64, record: R) {
+        debug_assert_eq!(i, self.first_from(start));
+        self.covered += len;
+        self.pieces.insert(i, (start, Piece::Done { len, record }));
     }
 
     /// The piece at the in-order point, if one starts there.

@@ -65,7 +65,7 @@ impl Overlaps {
     /// Nothing recorded.
     pub fn new() -> Self {
         Self {
-            lists: vec![Vec::new(); FIRST_LISTS],
+            lists: Self::lists(FIRST_LISTS),
             records: 0,
         }
     }
@@ -78,6 +78,12 @@ impl Overlaps {
     /// True when nothing is recorded.
     pub fn is_empty(&self) -> bool {
         self.records == 0
+    }
+
+    /// `n` empty lists, each with room for a few records: they hold one or
+    /// two most of the time.
+    fn lists(n: usize) -> Vec<Vec<Written>> {
+        (0..n).map(|_| Vec::with_capacity(4)).collect()
     }
 
     /// The granules `start..end` touches (none for an empty range).
@@ -218,7 +224,7 @@ impl Overlaps {
     /// Twice the lists, the records spread over them again.
     fn grow(&mut self) {
         let n = self.lists.len();
-        let old = std::mem::replace(&mut self.lists, vec![Vec::new(); n * 2]);
+        let old = std::mem::replace(&mut self.lists, Self::lists(n * 2));
         for (i, list) in old.iter().enumerate() {
             // Each record once: from the list of its first granule.
             for &w in list {

@@ -196,8 +196,11 @@ impl<F: OooFraming, R> Reorder<F, R> {
         // (a sender that aligns PDUs with segments makes that the rule)
         // are checked and offered straight from it: nothing is copied.
         let (mut start, mut octets) = (start, octets);
-        if start >= next && full_end <= limit && self.held.is_clear(start, full_end) {
-            let placed = self.place_whole(start, octets, segment_start, offer);
+        let gap = (start >= next && full_end <= limit)
+            .then(|| self.held.gap(start, full_end))
+            .flatten();
+        if let Some(gap) = gap {
+            let placed = self.place_whole(gap, start, octets, segment_start, offer);
             start += placed as u64;
             octets = &octets[placed..];
             if octets.is_empty() {
@@ -252,17 +255,20 @@ impl<F: OooFraming, R> Reorder<F, R> {
     }
 
     /// Checks and offers the PDUs at the front of `octets`, a segment at
-    /// `start` none of whose octets is held, as long as each begins where
-    /// a PDU is known or guessed to begin and lies whole in it. Returns
-    /// the octets it took.
+    /// `start` none of whose octets is held (`gap`: where its pieces go
+    /// among the held ones), as long as each begins where a PDU is known
+    /// or guessed to begin and lies whole in it. Returns the octets it
+    /// took.
     fn place_whole(
         &mut self,
+        gap: usize,
         start: u64,
         octets: &[u8],
         segment_start: Option<u64>,
         offer: &mut dyn FnMut(&Pdu<'_>) -> Offer<R>,
     ) -> usize {
         let mut at = 0usize;
+        let mut gap = Some(gap);
         while at < octets.len() {
             let pos = start + at as u64;
             let rest = &octets[at..];
@@ -274,16 +280,29 @@ impl<F: OooFraming, R> Reorder<F, R> {
             if !known {
                 break;
             }
-            let Some(len) = self.framing.pdu_len(pos, rest).filter(|&l| l <= rest.len()) else {
+            let mut deframer = self.framing.deframer_at(pos);
+            let Some(len) = self
+                .framing
+                .pdu_len_for(&deframer, pos, rest)
+                .filter(|&l| l <= rest.len())
+            else {
                 break;
             };
-            let mut deframer = self.framing.deframer_at(pos);
             let Some(pdu) = self.checker.check(&mut deframer, pos, &rest[..len]) else {
                 break;
             };
             match offer(&pdu) {
-                Offer::Placed(record) => self.held.insert_done(pos, len as u64, record),
+                Offer::Placed(record) => match &mut gap {
+                    Some(i) => {
+                        self.held.insert_done_at(*i, pos, len as u64, record);
+                        *i += 1;
+                    }
+                    None => self.held.insert_done(pos, len as u64, record),
+                },
                 Offer::Kept => {
+                    // Held octets go in too: find the place of the next
+                    // record again.
+                    gap = None;
                     let mut new = std::mem::take(&mut self.new);
                     new.clear();
                     self.dropped += self.held.insert(pos, &rest[..len], u64::MAX, &mut new);
