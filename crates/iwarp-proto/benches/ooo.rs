@@ -9,8 +9,10 @@
 //! retransmissions included) against the in-order receiver (over the
 //! stream once, in the pieces TCP hands on) and against the in-order
 //! receiver behind a reassembly buffer (over the arrivals): the fastest of
-//! interleaved runs of each. Then criterion measures a few of the same
-//! replays.
+//! interleaved runs of each, timed by the CPU time of the thread (on a
+//! machine shared with other work, wall time also counts the time a run
+//! waits for a CPU, and a longer run waits more often). Then criterion
+//! measures a few of the same replays.
 //!
 //! `OOO_BENCH_RUNS` sets the interleaved runs per row (default 21); 0
 //! leaves the table out. `OOO_BENCH_ROWS` keeps only the rows whose first
@@ -18,8 +20,9 @@
 
 #![allow(missing_docs)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use cpu_time::ThreadTime;
 use criterion::{BatchSize, Criterion, Throughput};
 use iwarp_proto::sim::{LinkModel, Replay, Scenario, SimFraming, Workload};
 
@@ -68,7 +71,7 @@ fn throughput(replay: &Replay, runs: usize) -> [f64; 3] {
     for _ in 0..runs {
         for (i, t) in times.iter_mut().enumerate() {
             let p = replay.prepare();
-            let start = Instant::now();
+            let start = ThreadTime::now();
             match i {
                 0 => drop(std::hint::black_box(replay.out_of_order(p))),
                 1 => drop(std::hint::black_box(replay.in_order(p))),
