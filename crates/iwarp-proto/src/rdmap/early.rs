@@ -117,7 +117,7 @@ impl QueuePair {
     ) -> Result<(), ProtocolError> {
         self.ulpdu_begin(ulpdu_len)?;
         self.offer_placed(placed);
-        self.ulpdu_data(header)?;
+        self.ulpdu_header(header)?;
         let mut left = ulpdu_len.saturating_sub(header.len());
         if left > 0 {
             if self.count_placed() == Some(true) {

@@ -631,6 +631,27 @@ impl QueuePair {
         }
     }
 
+    /// [`UlpduSink::ulpdu_data`] with the whole DDP header of the segment
+    /// begun, in one piece: what it does with it, without gathering it
+    /// octet run by octet run.
+    pub(super) fn ulpdu_header(&mut self, header: &[u8]) -> Result<(), ProtocolError> {
+        let n = header.len();
+        let whole = self.rx.phase == Phase::Header
+            && self.rx.hdr_have == 0
+            && header.first().is_some_and(|&c| header_len(c) == n);
+        if !whole {
+            return self.ulpdu_data(header);
+        }
+        self.rx.consumed += n;
+        self.rx.hdr[..n].copy_from_slice(header);
+        self.rx.hdr_have = n;
+        self.rx.phase = Phase::Payload;
+        if n <= self.rx.ulpdu_len {
+            self.on_header();
+        }
+        Ok(())
+    }
+
     /// Hands the checks of the segment about to be delivered its payload's
     /// slice, placed ahead of delivery ([`QueuePair::deliver_placed`]).
     pub(super) fn offer_placed(&mut self, placed: RegionSlice) {
