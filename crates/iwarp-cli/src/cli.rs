@@ -4,6 +4,7 @@
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use crate::cmatose::args::CmatoseArgs;
 #[cfg(feature = "decode")]
 use crate::decode::args::DecodeArgs;
 use crate::manual::{CompletionsArgs, ManArgs};
@@ -52,6 +53,11 @@ const EXIT_STATUS: &[(&str, &str)] = &[
          in time, the connection lost, a malformed message, a mismatch with -V); 2 usage.",
     ),
     (
+        "cmatose",
+        "0 every message went both ways; 1 a failure (refused, rejected, no answer in time, \
+         the connection lost, a message of the wrong size, a mismatch with -V); 2 usage.",
+    ),
+    (
         "decode",
         "0 the capture was read, whatever errors the traffic holds (a capture cut short \
          is decoded up to the cut, with a warning); 1 it could not be read, or the output \
@@ -95,6 +101,9 @@ pub enum Command {
     /// The rping connectivity test, wire-compatible with rdma-core's rping in both roles:
     /// --server (rping -s) or --connect HOST (rping -c -a HOST).
     Ping(PingArgs),
+    /// rdma_cm's Send/Receive test, wire-compatible with rdma-core's ucmatose in both roles:
+    /// a server by default, a client with -s HOST.
+    Cmatose(CmatoseArgs),
     /// Decode a pcap or pcapng capture of iWARP traffic: MPA startup frames (or IFT
     /// indications), FPDUs with CRC and markers, DDP and RDMAP, like tshark.
     #[cfg(feature = "decode")]

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use iwarp_cli::cli::{exit, Cli, Command};
 #[cfg(feature = "decode")]
 use iwarp_cli::decode;
-use iwarp_cli::{logging, manual, perf, ping, soak};
+use iwarp_cli::{cmatose, logging, manual, perf, ping, soak};
 
 fn main() -> ExitCode {
     let cli = Cli::parse_args();
@@ -25,6 +25,7 @@ fn main() -> ExitCode {
             }
         }),
         Command::Ping(args) => on_runtime(ping::main(args)),
+        Command::Cmatose(args) => on_runtime(cmatose::main(args)),
         Command::Soak(args) => on_runtime(soak::main(args)),
         // The decoder and the generated documents are synchronous: no runtime for them.
         #[cfg(feature = "decode")]

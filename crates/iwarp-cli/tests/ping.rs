@@ -4,16 +4,14 @@
 //! end with a clear message and a non-zero exit. Every child process is bounded in time and
 //! killed if it overruns; nothing leaves 127.0.0.1.
 
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::net::TcpListener;
+use std::process::{Child, Command, ExitStatus};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
 
-use common::{drain, output_bounded, Output, BIN};
+use common::{drain, output_bounded, Output, Server};
 
 /// Far above what any of these runs needs.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -24,14 +22,9 @@ fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
 }
 
 fn spawn_ping(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .arg("ping")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iwarp")
+    let mut all = vec!["ping"];
+    all.extend_from_slice(args);
+    common::spawn(&all)
 }
 
 /// Runs `iwarp ping ARGS` to the end.
@@ -39,112 +32,11 @@ fn ping(args: &[&str]) -> Output {
     output_bounded(spawn_ping(args), LIMIT, &format!("iwarp ping {args:?}"))
 }
 
-/// Stderr lines as they come, so that the server's address can be read while it runs.
-fn lines(stderr: ChildStderr) -> Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// A running `iwarp ping --server` on an ephemeral loopback port; killed when dropped.
-struct Server {
-    child: Option<Child>,
-    addr: SocketAddr,
-    stdout: Option<thread::JoinHandle<String>>,
-    stderr: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Self {
-        let mut all = vec!["--server", "-a", "127.0.0.1", "-p", "0"];
-        all.extend_from_slice(args);
-        let mut child = spawn_ping(&all);
-        let stdout = drain(child.stdout.take().expect("stdout piped"));
-        let stderr = lines(child.stderr.take().expect("stderr piped"));
-        let mut server = Self {
-            child: Some(child),
-            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-            stdout: Some(stdout),
-            stderr,
-            seen: Vec::new(),
-        };
-        let line = server.wait_for_line("listening on ");
-        let addr = line.rsplit(' ').next().unwrap_or_default();
-        server.addr = addr
-            .parse()
-            .unwrap_or_else(|e| panic!("bad address in `{line}`: {e}"));
-        server
-    }
-
-    /// Waits for a stderr line containing `needle`.
-    fn wait_for_line(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.contains(needle) {
-                        return line;
-                    }
-                }
-                Err(_) => panic!(
-                    "the server never said `{needle}`; it said:\n{}",
-                    self.seen.join("\n")
-                ),
-            }
-        }
-    }
-
-    fn collect(&mut self, status: ExitStatus) -> Output {
-        let stdout = self
-            .stdout
-            .take()
-            .map(|h| h.join().expect("stdout reader"))
-            .unwrap_or_default();
-        self.seen.extend(self.stderr.try_iter());
-        Output {
-            status,
-            stdout,
-            stderr: self.seen.join("\n"),
-        }
-    }
-
-    /// Waits for the server to exit by itself.
-    fn finish(mut self) -> Output {
-        let mut child = self.child.take().expect("running");
-        let status = wait_bounded(&mut child, "iwarp ping --server");
-        self.collect(status)
-    }
-
-    /// Stops a server that would run for ever (-P); it must still be running.
-    fn stop(mut self) -> Output {
-        let mut child = self.child.take().expect("running");
-        assert!(
-            child.try_wait().expect("try_wait").is_none(),
-            "the server exited by itself"
-        );
-        let _ = child.kill();
-        let status = child.wait().expect("wait");
-        self.collect(status)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// A running `iwarp ping --server ARGS` on an ephemeral loopback port.
+fn start_server(args: &[&str]) -> Server {
+    let mut all = vec!["ping", "--server", "-a", "127.0.0.1", "-p", "0"];
+    all.extend_from_slice(args);
+    Server::start(&all, LIMIT)
 }
 
 /// rping's text for ping `n` in a buffer of `size` octets (the NUL not included), written
@@ -184,7 +76,7 @@ fn validated_pings_at_rping_sizes() {
         (1000, 3, "off"),
         (65535, 2, "on"),
     ] {
-        let server = Server::start(&["-v", "--crc", crc]);
+        let server = start_server(&["-v", "--crc", crc]);
         let addr = server.addr.to_string();
         let (s, c) = (size.to_string(), count.to_string());
         let out = ping(&[
@@ -231,7 +123,7 @@ fn validated_pings_at_rping_sizes() {
 #[test]
 fn rping_command_line_works_unchanged() {
     // rping -s -a ADDR -p PORT / rping -c -a ADDR -p PORT -C 3 -vV, grouped flags included.
-    let server = Server::start(&["-v"]);
+    let server = start_server(&["-v"]);
     let port = server.addr.port().to_string();
     let out = ping(&["-c", "-a", "127.0.0.1", "-p", &port, "-C3", "-vV", "-S50"]);
     assert!(out.status.success(), "{}", out.stderr);
@@ -244,7 +136,7 @@ fn rping_command_line_works_unchanged() {
 
 #[test]
 fn persistent_server_serves_clients_one_after_another() {
-    let mut server = Server::start(&["-P", "-d"]);
+    let mut server = start_server(&["-P", "-d"]);
     let addr = server.addr.to_string();
     for (count, size) in [(3u64, "64"), (4, "300")] {
         let c = count.to_string();
@@ -306,7 +198,7 @@ fn silent_peer_times_out() {
 
 #[test]
 fn server_going_away_mid_run_is_reported() {
-    let server = Server::start(&[]);
+    let server = start_server(&[]);
     let mut client = spawn_ping(&["--connect", &server.addr.to_string()]);
     let out = drain(client.stdout.take().expect("stdout"));
     let err = drain(client.stderr.take().expect("stderr"));
@@ -340,7 +232,7 @@ fn usage_errors_exit_with_2() {
 
 #[test]
 fn ctrl_c_ends_an_unlimited_run_between_pings() {
-    let mut server = Server::start(&[]);
+    let mut server = start_server(&[]);
     let mut client = spawn_ping(&["--connect", &server.addr.to_string(), "-V"]);
     let out = drain(client.stdout.take().expect("stdout"));
     let err = drain(client.stderr.take().expect("stderr"));

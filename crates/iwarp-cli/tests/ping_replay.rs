@@ -19,16 +19,16 @@
 //! Reply) drives our client through two pings, and our client's MPA Request must be
 //! rping's own, octet for octet.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use iwarp_proto::framing::crc::crc32c;
 
-const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
+mod common;
+
+use common::Server;
+
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// The MPA Request rping over siw sends (siw-observed.md, "siw as initiator").
@@ -68,100 +68,11 @@ fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(b[..8].try_into().expect("8 octets"))
 }
 
-/// A running `iwarp ping --server`; killed when dropped.
-struct Server {
-    child: Option<Child>,
-    addr: SocketAddr,
-    stdout: Option<thread::JoinHandle<String>>,
-    stderr: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["ping", "--server", "-a", "127.0.0.1", "-p", "0", "-v", "-d"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn iwarp");
-        let mut out = child.stdout.take().expect("stdout");
-        let stdout = thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
-        let err = child.stderr.take().expect("stderr");
-        let (tx, stderr) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = Self {
-            child: Some(child),
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            stdout: Some(stdout),
-            stderr,
-            seen: Vec::new(),
-        };
-        let deadline = Instant::now() + LIMIT;
-        let line = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = server
-                .stderr
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("server did not start: {:?}", server.seen));
-            server.seen.push(line.clone());
-            if line.contains("listening on ") {
-                break line;
-            }
-        };
-        server.addr = line
-            .rsplit(' ')
-            .next()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no address in `{line}`"));
-        server
-    }
-
-    /// Waits for the server to exit by itself; returns its status, stdout and stderr.
-    fn finish(mut self) -> (ExitStatus, String, String) {
-        let mut child = self.child.take().expect("running");
-        let deadline = Instant::now() + LIMIT;
-        let status = loop {
-            if let Some(s) = child.try_wait().expect("try_wait") {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the server did not exit: {:?}", self.seen);
-            }
-            thread::sleep(Duration::from_millis(10));
-        };
-        let stdout = self
-            .stdout
-            .take()
-            .map(|h| h.join().expect("stdout"))
-            .unwrap_or_default();
-        self.seen.extend(self.stderr.try_iter());
-        (status, stdout, self.seen.join("\n"))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// A running `iwarp ping --server -v -d ARGS` on an ephemeral loopback port.
+fn start_server(args: &[&str]) -> Server {
+    let mut all = vec!["ping", "--server", "-a", "127.0.0.1", "-p", "0", "-v", "-d"];
+    all.extend_from_slice(args);
+    Server::start(&all, LIMIT)
 }
 
 /// The replaying client: a TCP stream and the CRC setting the startup settled.
@@ -241,11 +152,10 @@ fn tagged_ulpdu(opcode: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
     u
 }
 
-/// rping's start buffer for ping 0 at 32 octets: the text and its NUL.
-fn ping0_text() -> Vec<u8> {
-    let mut t = b"rdma-ping-0: ABCDEFGHIJKLMNOPQR".to_vec();
+/// rping's start buffer for ping 0 at `len` octets (26 or 32 here): the text and its NUL.
+fn ping0_text(len: usize) -> Vec<u8> {
+    let mut t = b"rdma-ping-0: ABCDEFGHIJKLMNOPQR"[..len - 1].to_vec();
     t.push(0);
-    assert_eq!(t.len(), 32);
     t
 }
 
@@ -256,24 +166,52 @@ struct Advert {
     len: u32,
 }
 
+/// A recorded startup: siw's Request, the Reply our server must send (both after the
+/// key, in hex), and in peer-to-peer mode siw's RTR FPDU with what our server must answer
+/// it with, if anything (a Read RTR gets a zero-length Read Response).
+struct Startup<'a> {
+    request: &'a str,
+    reply: &'a str,
+    rtr: Option<(&'a str, Option<&'a str>)>,
+    /// How our server's `-d` line describes the Request.
+    described: &'a str,
+}
+
+/// rping over siw at revision 2, enhanced, IRD/ORD 1/1, no CRC asked for; our Reply's
+/// first two octets are `reply_flags`.
+fn rping_startup(reply_flags: &str) -> (String, String) {
+    (
+        RPING_REQUEST[33..].to_string(),
+        format!("{reply_flags} 0004 0001 0001"),
+    )
+}
+
 /// Runs one rping client's whole session by hand against a server started with
 /// `server_args`, replaying the recorded startup and first FPDU.
-fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, start: Advert) {
-    let server = Server::start(server_args);
+fn replay(server_args: &[&str], startup: &Startup<'_>, first_fpdu: &str, crc: bool, start: Advert) {
+    const REQUEST_KEY: &str = "4d504120494420526571204672616d65";
+    const REPLY_KEY: &str = "4d504120494420526570204672616d65";
+    let server = start_server(server_args);
     let mut raw = Raw::connect(server.addr);
 
-    // 1. The MPA Request, as rping sent it.
-    raw.send_raw(&hex(RPING_REQUEST));
-    // 2. Our Reply: the Reply key, revision 2 with the enhanced flag, C as our policy says,
-    //    PD_Length 4 (only the enhanced words), IRD 1 / ORD 1 (rping's, and no more than
-    //    our own 1/1), no peer-to-peer bits, no private data.
-    let reply = raw.recv_exact(24);
+    // 1. The MPA Request, as siw sent it.
+    raw.send_raw(&hex(&format!("{REQUEST_KEY} {}", startup.request)));
+    // 2. Our Reply, octet for octet: the Reply key, the revision and flags (C as our
+    //    policy says), PD_Length, at revision 2 the IRD/ORD words (rping's 1/1, and no
+    //    more than our own), no private data.
+    let want = hex(&format!("{REPLY_KEY} {}", startup.reply));
+    let reply = raw.recv_exact(want.len());
     eprintln!("server sent MPA Reply: {}", to_hex(&reply));
-    let want = hex(&format!(
-        "4d504120494420526570204672616d65 {reply_flags} 0004 0001 0001"
-    ));
     assert_eq!(reply, want, "MPA Reply");
     raw.crc = crc;
+
+    // 2a. Peer-to-peer mode: siw's RTR, and our answer to it.
+    if let Some((rtr, answer)) = startup.rtr {
+        raw.send_raw(&hex(rtr));
+        if let Some(answer) = answer {
+            assert_eq!(raw.recv_fpdu(), hex(answer), "answer to the RTR");
+        }
+    }
 
     // 3. rping's first FPDU, exactly as recorded.
     let first = hex(first_fpdu);
@@ -301,7 +239,7 @@ fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, 
     assert_eq!(be64(&rr[40..]), start.addr, "Data Source Tagged Offset");
 
     // 5. The Read Response, as siw's RNIC role would send it: rping's ping 0 text.
-    let text = ping0_text();
+    let text = ping0_text(start.len as usize);
     let response = raw.frame(&tagged_ulpdu(2, sink_stag, sink_to, &text));
     raw.send_raw(&response);
 
@@ -335,26 +273,43 @@ fn replay(server_args: &[&str], reply_flags: &str, first_fpdu: &str, crc: bool, 
     let mut rest = Vec::new();
     raw.stream.read_to_end(&mut rest).expect("read to the end");
     assert!(rest.is_empty(), "octets after the last \"go\": {rest:02x?}");
-    let (status, stdout, stderr) = server.finish();
+    let common::Output {
+        status,
+        stdout,
+        stderr,
+    } = server.finish();
     assert!(status.success(), "{stderr}");
     assert_eq!(
-        stdout, "server ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR\n",
+        stdout,
+        format!(
+            "server ping data: {}\n",
+            String::from_utf8_lossy(&text[..text.len() - 1])
+        ),
         "{stderr}"
     );
     assert!(stderr.contains("disconnected after 1 ping"), "{stderr}");
     assert!(
-        stderr.contains("MPA Request: revision 2, C=0, M=0, IRD/ORD 1/1, 0 octets"),
+        stderr.contains(&format!("MPA Request: {}", startup.described)),
         "{stderr}"
     );
 }
+
+/// How our server describes rping's Request.
+const RPING_DESCRIBED: &str = "revision 2, C=0, M=0, IRD/ORD 1/1, 0 octets";
 
 #[test]
 fn real_rping_client_without_crc() {
     // A server that does not ask for CRC answers rping exactly as siw would:
     // `1002 0004 0001 0001`, and the recorded CRC-less FPDU follows.
+    let (request, reply) = rping_startup("1002");
     replay(
         &["--crc", "off"],
-        "1002",
+        &Startup {
+            request: &request,
+            reply: &reply,
+            rtr: None,
+            described: RPING_DESCRIBED,
+        },
         RPING_SEND_NO_CRC,
         false,
         Advert {
@@ -369,9 +324,15 @@ fn real_rping_client_without_crc() {
 fn real_rping_client_with_crc_by_default() {
     // Our default asks for CRC (C=1 in the Reply: `5002`), which siw honours; the recorded
     // FPDU siw sent after such a Reply carries its CRC32c.
+    let (request, reply) = rping_startup("5002");
     replay(
         &[],
-        "5002",
+        &Startup {
+            request: &request,
+            reply: &reply,
+            rtr: None,
+            described: RPING_DESCRIBED,
+        },
         RPING_SEND_CRC,
         true,
         Advert {
@@ -382,11 +343,90 @@ fn real_rping_client_with_crc_by_default() {
     );
 }
 
+/// siw built with `peer_to_peer = true` asks for peer-to-peer mode offering both RTR types
+/// (`1002 0004 8001 c001`: IRD 1 with the P2P bit, ORD 1 with the Write and Read RTR bits;
+/// recorded in the rig, docs/interop.md). Our server picks the Write RTR (`8001 8001`);
+/// siw's RTR is a zero-length RDMA Write to STag 1 at offset 0, which our server takes
+/// without a word, and rping's session follows.
+#[test]
+fn siw_peer_to_peer_client_with_a_write_rtr() {
+    replay(
+        &["--crc", "off"],
+        &Startup {
+            request: "1002 0004 8001 c001",
+            reply: "1002 0004 8001 8001",
+            rtr: Some(("000e c140 00000001 0000000000000000 00000000", None)),
+            described: "revision 2, C=0, M=0, IRD/ORD 1/1, peer-to-peer, 0 octets",
+        },
+        "0022 4143 00000000 00000000 00000001 00000000 \
+         00005564bb5ee530 4d2a9700 0000001a 00000000",
+        false,
+        Advert {
+            addr: 0x0000_5564_bb5e_e530,
+            stag: 0x4d2a_9700,
+            len: 26,
+        },
+    );
+}
+
+/// The same with a server that takes only the Read RTR (`--p2p read`, Reply `8001 4001`):
+/// siw's RTR is a zero-length RDMA Read Request (QN 1, MSN 1, sink STag 0 at 0, source
+/// STag 1 at 0), and our server answers with a zero-length Read Response to STag 0 at 0,
+/// as recorded.
+#[test]
+fn siw_peer_to_peer_client_with_a_read_rtr() {
+    replay(
+        &["--crc", "off", "--p2p", "read"],
+        &Startup {
+            request: "1002 0004 8001 c001",
+            reply: "1002 0004 8001 4001",
+            rtr: Some((
+                "002e 4141 00000000 00000001 00000001 00000000 \
+                 00000000 0000000000000000 00000000 00000001 0000000000000000 00000000",
+                Some("000e c142 00000000 0000000000000000 00000000"),
+            )),
+            described: "revision 2, C=0, M=0, IRD/ORD 1/1, peer-to-peer, 0 octets",
+        },
+        "0022 4143 00000000 00000000 00000001 00000000 \
+         00005580528ec530 22ca9900 0000001a 00000000",
+        false,
+        Advert {
+            addr: 0x0000_5580_528e_c530,
+            stag: 0x22ca_9900,
+            len: 26,
+        },
+    );
+}
+
+/// siw built with `mpa_version = 1` sends a revision 1 Request without enhanced data
+/// (`0001 0000`); our server answers at revision 1 (`0001 0000`) and settles IRD/ORD from
+/// its own configuration, so its RDMA Read goes out.
+#[test]
+fn siw_revision_1_client() {
+    replay(
+        &["--crc", "off"],
+        &Startup {
+            request: "0001 0000",
+            reply: "0001 0000",
+            rtr: None,
+            described: "revision 1, C=0, M=0, no enhanced data, 0 octets",
+        },
+        "0022 4143 00000000 00000000 00000001 00000000 \
+         000055ddd954e530 fa731900 0000001a 00000000",
+        false,
+        Advert {
+            addr: 0x0000_55dd_d954_e530,
+            stag: 0xfa73_1900,
+            len: 26,
+        },
+    );
+}
+
 #[test]
 fn bogus_sends_are_refused_like_rping() {
     // rping's server checks that every receive is exactly 16 octets.
     for (payload_len, said) in [(15usize, "size 15"), (17, "size over 16")] {
-        let server = Server::start(&["--crc", "off"]);
+        let server = start_server(&["--crc", "off"]);
         let mut raw = Raw::connect(server.addr);
         raw.send_raw(&hex(RPING_REQUEST));
         assert_eq!(raw.recv_exact(24)[16..], hex("1002 0004 0001 0001")[..]);
@@ -397,7 +437,7 @@ fn bogus_sends_are_refused_like_rping() {
         let mut rest = Vec::new();
         let _ = raw.stream.read_to_end(&mut rest);
         drop(raw);
-        let (status, _, stderr) = server.finish();
+        let common::Output { status, stderr, .. } = server.finish();
         assert_eq!(status.code(), Some(1), "{stderr}");
         assert!(
             stderr.contains(&format!("Received bogus data, {said}")),
@@ -434,33 +474,25 @@ fn advertisement(fpdu: &[u8], msn: u32, len: u32) -> (u32, u64) {
     (be32(&fpdu[28..]), be64(&fpdu[20..]))
 }
 
+/// Starts our client (`iwarp ping --connect` with `args`) against a hand-built server and
+/// returns it with the server's end of the accepted connection.
+fn client_of_a_raw_server(args: &[&str]) -> (std::process::Child, Raw) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let mut all = vec!["ping", "--connect", &addr];
+    all.extend_from_slice(args);
+    let client = common::spawn(&all);
+    let (stream, _) = listener.accept().expect("accept");
+    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
+    (client, Raw { stream, crc: false })
+}
+
 #[test]
 fn our_client_speaks_rping_to_an_rping_server() {
     // The other role: a hand-built rping server (siw's answers) against our client. With
     // --crc off our client's MPA Request must be rping's own, octet for octet.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let mut client = Command::new(BIN)
-        .args([
-            "ping",
-            "--connect",
-            &addr,
-            "-C",
-            "2",
-            "-S",
-            "32",
-            "-V",
-            "-v",
-        ])
-        .args(["--crc", "off"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iwarp");
-    let (stream, _) = listener.accept().expect("accept");
-    stream.set_read_timeout(Some(LIMIT)).expect("timeout");
-    let mut raw = Raw { stream, crc: false };
+    let (client, mut raw) =
+        client_of_a_raw_server(&["-C", "2", "-S", "32", "-V", "-v", "--crc", "off"]);
 
     let request = raw.recv_exact(24);
     eprintln!("client sent MPA Request: {}", to_hex(&request));
@@ -506,29 +538,46 @@ fn our_client_speaks_rping_to_an_rping_server() {
     assert!(rest.is_empty(), "octets after the last ping: {rest:02x?}");
     drop(raw);
 
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        if let Some(s) = client.try_wait().expect("try_wait") {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "the client did not exit");
-        thread::sleep(Duration::from_millis(10));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    let _ = client
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut stdout);
-    let _ = client
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr);
+    let common::Output {
+        status,
+        stdout,
+        stderr,
+    } = common::output_bounded(client, LIMIT, "iwarp ping --connect");
     assert!(status.success(), "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines[0], "ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQR");
     assert_eq!(lines[1], "ping data: rdma-ping-1: BCDEFGHIJKLMNOPQRS");
     assert!(stdout.contains("2 pings of 32 bytes"), "{stdout}");
+}
+
+/// siw refuses markers: to a Request asking for them it answers with a Reply whose R bit is
+/// set and M cleared, C echoed, IRD/ORD 0 (siw-observed.md, `probe_mpa.py --all`: `d002 0004
+/// 00100010` got `7002 0004 00000000`), then closes. Our client says so in one line and
+/// exits with an error.
+#[test]
+fn siws_refusal_of_markers_is_one_clear_line() {
+    let (client, mut raw) = client_of_a_raw_server(&["-C", "1", "--markers"]);
+    let addr = raw.stream.local_addr().expect("addr").to_string();
+    let request = raw.recv_exact(24);
+    // Revision 2, M, C and the enhanced flag, IRD/ORD 1/1.
+    assert_eq!(
+        request,
+        hex("4d504120494420526571204672616d65 d002 0004 0001 0001"),
+        "{}",
+        to_hex(&request)
+    );
+    raw.send_raw(&hex("4d504120494420526570204672616d65 7002 0004 0000 0000"));
+    raw.stream.shutdown(Shutdown::Both).expect("close");
+    drop(raw);
+    let out = common::output_bounded(client, LIMIT, "iwarp ping --markers");
+    assert!(!out.status.success());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert_eq!(
+        lines[0],
+        format!(
+            "iwarp ping: error: {addr} rejected the connection (we asked for MPA markers, which \
+             it does not send; Linux siw supports none: leave out --markers)"
+        )
+    );
 }

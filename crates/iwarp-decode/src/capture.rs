@@ -23,6 +23,7 @@ use pcap_file::pcapng::{Block, PcapNgReader};
 
 /// The link layer a frame starts with, by its LINKTYPE number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LinkType {
     /// 1: Ethernet II (with or without VLAN tags).
     Ethernet,
@@ -63,6 +64,7 @@ impl LinkType {
 
 /// Which container the capture is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Format {
     /// The classic libpcap format.
     Pcap,
@@ -86,6 +88,7 @@ pub struct Frame<'a> {
 
 /// Why a capture cannot be read (or cannot be read further).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CaptureError {
     /// The file could not be opened or read.
     #[error("{0}")]

@@ -61,6 +61,7 @@ pub enum Queue {
     derive(serde::Serialize),
     serde(tag = "check", rename_all = "snake_case")
 )]
+#[non_exhaustive]
 pub enum FindingKind {
     /// RFC 5041 §4.3: MSNs of a queue start at 1 and go up by one per message; some were
     /// skipped.

@@ -457,6 +457,7 @@ pub struct PlaceableInfo {
 
 /// What is wrong with a PDU on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PduError {
     /// The CRC field does not match (RFC 5044 §8 code 2).
     #[error("CRC error: computed {computed:#010x}, received {received:#010x}")]
@@ -532,6 +533,7 @@ impl PduError {
 
 /// What a PDU counts as in the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MessageKind {
     /// An MPA Request frame.
     MpaRequest,

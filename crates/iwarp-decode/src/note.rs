@@ -20,6 +20,7 @@ pub enum Level {
 
 /// A note. Serialized as `{"level", "kind", "message"}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Note {
     /// Only one end's startup frame was seen; the other's is assumed.
     #[error("no startup frame seen from the other end: its choices assumed")]

@@ -40,6 +40,7 @@ pub struct TcpSegment<'a> {
 
 /// Why a frame yields no TCP segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, thiserror::Error)]
+#[non_exhaustive]
 pub enum Skip {
     /// A link type this decoder does not read.
     #[error("of an unsupported link type")]

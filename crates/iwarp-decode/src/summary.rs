@@ -44,6 +44,7 @@ pub struct DirectionSummary {
     derive(serde::Serialize),
     serde(tag = "kind", rename_all = "snake_case")
 )]
+#[non_exhaustive]
 pub enum ConnectionFraming {
     /// MPA, settled from the Request and Reply.
     Mpa {

@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod connection;
 pub mod ddp;
 pub mod framing;
 pub mod ift;

@@ -19,8 +19,7 @@ use std::error::Error;
 use std::time::{Duration, Instant};
 
 use iwarp::{
-    connect, Access, CompletionStatus, Config, ConnectRequest, Listener, ProtectionDomain,
-    QpOptions,
+    connect, Access, CompletionStatus, Config, ConnectRequest, Device, Listener, QpOptions,
 };
 
 /// The receive the server keeps posted.
@@ -62,19 +61,23 @@ impl Summary {
     }
 }
 
-/// Serves one client: echoes each ping until the client disconnects.
-pub async fn serve_one(request: ConnectRequest) -> Result<u64, Box<dyn Error + Send + Sync>> {
+/// Serves one client with memory of `device`: echoes each ping until the
+/// client disconnects.
+pub async fn serve_one(
+    device: &Device,
+    request: ConnectRequest,
+) -> Result<u64, Box<dyn Error + Send + Sync>> {
     let size = request
         .private_data()
         .get(..4)
         .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .ok_or("the client did not say the message size")?;
-    let pd = ProtectionDomain::new();
+    let pd = device.alloc_pd();
     let inbox = pd.register(vec![0; size], Access::LOCAL_WRITE)?;
     let outbox = pd.register(vec![0; size], Access::empty())?;
     // The first ping may arrive before accept() returns: its receive is
     // posted with the queue pair.
-    let opts = QpOptions::new(pd).post_recv(PING, inbox.sge(..)?);
+    let opts = QpOptions::new(&pd).post_recv(PING, inbox.sge(..)?);
     let qp = request.accept(opts, b"").await?;
     let mut pongs = 0;
     loop {
@@ -94,13 +97,16 @@ pub async fn serve_one(request: ConnectRequest) -> Result<u64, Box<dyn Error + S
     Ok(pongs)
 }
 
-/// Accepts clients for ever, each served in its own task.
+/// Accepts clients for ever, each served in its own task, all with memory
+/// of one device.
 pub async fn serve(mut listener: Listener) -> Result<(), Box<dyn Error + Send + Sync>> {
+    let device = Device::new();
     loop {
         let request = listener.accept().await?;
         let peer = request.peer_addr();
+        let device = device.clone();
         tokio::spawn(async move {
-            match serve_one(request).await {
+            match serve_one(&device, request).await {
                 Ok(n) => println!("{peer}: {n} pongs"),
                 Err(e) => eprintln!("{peer}: {e}"),
             }
@@ -109,19 +115,20 @@ pub async fn serve(mut listener: Listener) -> Result<(), Box<dyn Error + Send + 
 }
 
 /// Runs `count` round trips of `size`-octet pings against the server at
-/// `addr`, checking every pong.
+/// `addr`, checking every pong, with memory of `device`.
 pub async fn ping(
+    device: &Device,
     addr: std::net::SocketAddr,
     count: usize,
     size: usize,
 ) -> Result<Summary, Box<dyn Error + Send + Sync>> {
-    let pd = ProtectionDomain::new();
+    let pd = device.alloc_pd();
     let ping = pd.register(vec![0; size], Access::empty())?;
     let pong = pd.register(vec![0; size], Access::LOCAL_WRITE)?;
     let qp = connect(
         addr,
         &Config::default(),
-        QpOptions::new(pd),
+        QpOptions::new(&pd),
         &(size as u32).to_be_bytes(),
     )
     .await?;
@@ -151,15 +158,16 @@ pub async fn ping(
     Ok(Summary { size, rtts })
 }
 
-/// Both ends in this process, over loopback.
+/// Both ends in this process, over loopback, each with its own device as
+/// if on two machines.
 pub async fn run_local(count: usize, size: usize) -> Result<Summary, Box<dyn Error + Send + Sync>> {
     let mut listener = Listener::bind("127.0.0.1:0", Config::default()).await?;
     let addr = listener.local_addr();
     let server = tokio::spawn(async move {
         let request = listener.accept().await?;
-        serve_one(request).await
+        serve_one(&Device::new(), request).await
     });
-    let summary = ping(addr, count, size).await?;
+    let summary = ping(&Device::new(), addr, count, size).await?;
     let pongs = server.await??;
     if pongs != count as u64 {
         return Err(format!("the server sent {pongs} pongs for {count} pings").into());
@@ -201,7 +209,8 @@ async fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
                 .await?
                 .next()
                 .ok_or("no such address")?;
-            println!("{}", ping(addr, count, size).await?.report());
+            let device = Device::new();
+            println!("{}", ping(&device, addr, count, size).await?.report());
             Ok(())
         }
         (None, None) => {

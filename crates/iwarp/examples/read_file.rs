@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use iwarp::proto::framing::crc::crc32c;
 use iwarp::{
-    connect, Access, CompletionStatus, Config, ConnectRequest, Listener, MemoryRegion,
+    connect, Access, CompletionStatus, Config, ConnectRequest, Device, Listener, MemoryRegion,
     ProtectionDomain, QpOptions, RemoteKey,
 };
 
@@ -49,9 +49,10 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Registers `contents` for remote reading.
-    pub fn new(contents: Vec<u8>) -> Result<Self, BoxError> {
-        let pd = ProtectionDomain::new();
+    /// Registers `contents` for remote reading, in a new protection
+    /// domain of `device`.
+    pub fn new(device: &Device, contents: Vec<u8>) -> Result<Self, BoxError> {
+        let pd = device.alloc_pd();
         let crc = crc32c(&contents);
         let len = contents.len() as u64;
         let file = pd.register(contents, Access::REMOTE_READ)?;
@@ -73,7 +74,7 @@ pub async fn serve_one(request: ConnectRequest, shared: Arc<Shared>) -> Result<(
     let flags = shared.pd.register(vec![0; 0], Access::LOCAL_WRITE)?;
     // Both of the client's Sends may come at any time: their receives are
     // posted with the queue pair.
-    let opts = QpOptions::new(shared.pd)
+    let opts = QpOptions::new(&shared.pd)
         .post_recv(READY, flags.sge(..)?)
         .post_recv(DONE, flags.sge(..)?);
     let qp = request.accept(opts, b"").await?;
@@ -92,7 +93,7 @@ pub async fn serve_one(request: ConnectRequest, shared: Arc<Shared>) -> Result<(
 
 /// Serves `contents` to every client that connects, each in its own task.
 pub async fn serve(mut listener: Listener, contents: Vec<u8>) -> Result<(), BoxError> {
-    let shared = Arc::new(Shared::new(contents)?);
+    let shared = Arc::new(Shared::new(&Device::new(), contents)?);
     loop {
         let request = listener.accept().await?;
         let peer = request.peer_addr();
@@ -106,13 +107,19 @@ pub async fn serve(mut listener: Listener, contents: Vec<u8>) -> Result<(), BoxE
     }
 }
 
-/// Fetches the file the server at `addr` offers, in Reads of `chunk`
-/// octets with up to `depth` in flight; checks its CRC32c.
-pub async fn fetch(addr: SocketAddr, chunk: usize, depth: usize) -> Result<Vec<u8>, BoxError> {
-    let pd = ProtectionDomain::new();
+/// Fetches the file the server at `addr` offers into memory of `device`,
+/// in Reads of `chunk` octets with up to `depth` in flight; checks its
+/// CRC32c.
+pub async fn fetch(
+    device: &Device,
+    addr: SocketAddr,
+    chunk: usize,
+    depth: usize,
+) -> Result<Vec<u8>, BoxError> {
+    let pd = device.alloc_pd();
     let inbox = pd.register(vec![0; ANNOUNCEMENT], Access::LOCAL_WRITE)?;
     let nothing = pd.register(Vec::new(), Access::empty())?;
-    let opts = QpOptions::new(pd).post_recv(KEY, inbox.sge(..)?);
+    let opts = QpOptions::new(&pd).post_recv(KEY, inbox.sge(..)?);
     let qp = connect(addr, &Config::default(), opts, b"").await?;
     qp.send(nothing.sge(..)?).await?;
     let got = qp.recv_cq().next().await;
@@ -157,8 +164,9 @@ pub async fn fetch(addr: SocketAddr, chunk: usize, depth: usize) -> Result<Vec<u
     Ok(contents)
 }
 
-/// Both ends in this process: serves a file of `len` generated octets,
-/// fetches it into `out` and compares the two files.
+/// Both ends in this process, each with its own device as if on two
+/// machines: serves a file of `len` generated octets, fetches it into
+/// `out` and compares the two files.
 pub async fn run_local(len: usize, chunk: usize, depth: usize, dir: &Path) -> Result<(), BoxError> {
     // Unique names: runs may share a process (tests) or a directory.
     static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -171,12 +179,12 @@ pub async fn run_local(len: usize, chunk: usize, depth: usize, dir: &Path) -> Re
     let result = async {
         let mut listener = Listener::bind("127.0.0.1:0", Config::default()).await?;
         let addr = listener.local_addr();
-        let shared = Arc::new(Shared::new(std::fs::read(&source)?)?);
+        let shared = Arc::new(Shared::new(&Device::new(), std::fs::read(&source)?)?);
         let server = tokio::spawn(async move {
             let request = listener.accept().await?;
             serve_one(request, shared).await
         });
-        let fetched = fetch(addr, chunk, depth).await?;
+        let fetched = fetch(&Device::new(), addr, chunk, depth).await?;
         server.await??;
         std::fs::write(&copy, &fetched)?;
         if std::fs::read(&copy)? != std::fs::read(&source)? {
@@ -233,7 +241,7 @@ async fn main() -> Result<(), BoxError> {
                 .ok_or("no such address")?;
             let out = out.ok_or("--fetch needs --out FILE")?;
             let start = std::time::Instant::now();
-            let contents = fetch(addr, chunk, depth).await?;
+            let contents = fetch(&Device::new(), addr, chunk, depth).await?;
             let elapsed = start.elapsed();
             std::fs::write(&out, &contents)?;
             println!(

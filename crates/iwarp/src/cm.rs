@@ -25,20 +25,21 @@ use tokio::net::{lookup_host, TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use iwarp_proto::framing::{AnyDeframer, AnyFramer, Framer, StartupMachine};
-use iwarp_proto::ift::{self, IftParams, IftReceiver, IftTransmitter, Negotiation};
+use iwarp_proto::connection::ConnectionConfig;
+use iwarp_proto::framing::StartupMachine;
+use iwarp_proto::ift::{self, IftParams, Negotiation};
 use iwarp_proto::memory::StreamId;
 use iwarp_proto::mpa::startup::{
     Established, Event, ImmediateStart, Initiator, IrdOrd, MpaStartup, PeerRequest, Responder,
-    Revision, Role,
+    Revision, Role, StartupError,
 };
-use iwarp_proto::mpa::{FpduReceiver, FpduTransmitter, FramingParams};
 use iwarp_proto::rdmap::QueuePairConfig;
 
 use crate::config::{Config, Framing, QpOptions};
 use crate::connection::{Shared, Startup};
+use crate::error::ConfigError;
 use crate::error::Error;
-use crate::info::ConnectionInfo;
+use crate::info::{ConnectionInfo, FramingInfo, MpaInfo};
 use crate::qp::QueuePair;
 use crate::socket;
 use crate::startup_log::{self, StartupLog};
@@ -67,9 +68,9 @@ pub async fn connect(
     private_data: &[u8],
 ) -> Result<QueuePair, Error> {
     if config.framing != Framing::Mpa && !private_data.is_empty() {
-        return Err(Error::Config(
-            "only MPA startup frames carry private data".into(),
-        ));
+        return Err(Error::Config(ConfigError::PrivateDataWithoutStartupFrames(
+            config.framing,
+        )));
     }
     let mut last = None;
     for a in lookup_host(addr).await? {
@@ -101,10 +102,10 @@ pub async fn connect_stream(
 ) -> Result<QueuePair, Error> {
     let emss = socket::prepare(&stream, config.nodelay)?;
     let (established, leftover) = match config.framing {
-        Framing::ImmediateStart | Framing::Ift if !private_data.is_empty() => {
-            return Err(Error::Config(
-                "only MPA startup frames carry private data".into(),
-            ));
+        framing @ (Framing::ImmediateStart | Framing::Ift) if !private_data.is_empty() => {
+            return Err(Error::Config(ConfigError::PrivateDataWithoutStartupFrames(
+                framing,
+            )));
         }
         Framing::ImmediateStart => (immediate(Role::Initiator), Vec::new()),
         Framing::Ift => {
@@ -133,9 +134,8 @@ pub async fn connect_stream(
                     })
                 }
                 Event::Refused(e) => return Err(Error::Startup(e)),
-                Event::RequestReceived(_) => {
-                    return Err(Error::Io(io::Error::other("unexpected startup event")))
-                }
+                // An initiator receives no Request: it fails on one.
+                _ => return Err(Error::Startup(StartupError::WrongState(m.state()))),
             }
         }
     };
@@ -299,89 +299,53 @@ fn start(
     qp: QpOptions,
     emss: usize,
 ) -> Result<QueuePair, Error> {
-    let (info, framer, deframer, hold) = match settled {
-        Settled::Mpa(established) => {
-            let framing = established.framing;
-            // RFC 5044 §7.1.2 rule 4.
-            let hold = established.must_receive_before_sending();
-            let info = ConnectionInfo {
-                role: established.role,
-                revision: established.revision,
-                framing,
-                ird_ord: established.ird_ord,
-                rtr: established.rtr,
-                peer_private_data: established.private_data,
-                emss,
-                mulpdu: 0,
-                ift: None,
-            };
-            (
-                info,
-                AnyFramer::Mpa(FpduTransmitter::new(framing)),
-                AnyDeframer::Mpa(FpduReceiver::new(framing).with_placement(config.placement)),
-                hold,
-            )
-        }
-        Settled::Ift(params, role) => {
-            let checked = |c: ift::RxCrc| c == ift::RxCrc::Checked;
-            let info = ConnectionInfo {
-                role,
-                revision: None,
-                framing: FramingParams {
-                    crc: params.tx.header_crc
-                        && params.tx.payload_crc
-                        && checked(params.rx.header_crc)
-                        && checked(params.rx.payload_crc),
-                    send_markers: params.tx.markers.is_some(),
-                    receive_markers: params.rx.markers.is_some(),
-                },
-                ird_ord: None,
-                rtr: None,
-                peer_private_data: Vec::new(),
-                emss,
-                mulpdu: 0,
-                ift: Some(params),
-            };
-            (
-                info,
-                AnyFramer::Ift(IftTransmitter::new(params.tx)),
-                AnyDeframer::Ift(IftReceiver::new(params.rx)),
-                false,
-            )
-        }
-    };
-    let mut info = info;
-    info.mulpdu = framer.mulpdu(emss);
-    startup_log::established(stream.peer_addr().ok(), &info);
     let mut engine = QueuePairConfig::new(qp.pd.id, next_stream_id());
     engine.send_queue_depth = config.send_queue_depth;
     engine.recv_queue_depth = config.recv_queue_depth;
-    engine.mulpdu = info.mulpdu;
-    let IrdOrd { ird, ord } = info.ird_ord.unwrap_or(IrdOrd {
-        ird: config.startup.ird,
-        ord: config.startup.ord,
-    });
-    engine.ird = usize::from(ird);
-    engine.ord = usize::from(ord);
-    let rtr = match info.role {
-        Role::Initiator => info.rtr,
-        Role::Responder => None,
+    engine.ird = usize::from(config.startup.ird);
+    engine.ord = usize::from(config.startup.ord);
+    let (role, framing, mut conn) = match settled {
+        Settled::Mpa(established) => {
+            let conn = ConnectionConfig::mpa(&established, config.placement, engine);
+            let framing = match established.revision {
+                Some(revision) => FramingInfo::Mpa(MpaInfo {
+                    revision,
+                    params: established.framing,
+                    ird_ord: established.ird_ord,
+                    rtr: established.rtr,
+                    peer_private_data: established.private_data,
+                }),
+                None => FramingInfo::ImmediateStart,
+            };
+            (established.role, framing, conn)
+        }
+        Settled::Ift(params, role) => (
+            role,
+            FramingInfo::Ift(params),
+            ConnectionConfig::ift(params, engine),
+        ),
+    };
+    conn.emss = emss;
+    conn.idle_timeout = config.idle_timeout;
+    conn.disconnect_timeout = config.disconnect_timeout;
+    let info = ConnectionInfo {
+        role,
+        framing,
+        emss,
+        // Set from the connection, which derives it from the EMSS.
+        mulpdu: 0,
     };
     let shared = Shared::start(Startup {
         stream,
-        engine,
+        table: qp.pd.device().table().clone(),
+        config: conn,
         info,
         leftover,
-        framer,
-        deframer,
-        hold_until_received: hold,
-        rtr,
         send_cq: qp.send_cq,
         recv_cq: qp.recv_cq,
         initial_recvs: qp.initial_recvs,
-        idle_timeout: config.idle_timeout,
-        disconnect_timeout: config.disconnect_timeout,
     })?;
+    startup_log::established(Some(shared.peer), &shared.info);
     Ok(QueuePair::new(shared))
 }
 
@@ -424,10 +388,7 @@ impl Listener {
     /// Connections whose startup failed (malformed or silent peers) are
     /// closed and never show up here.
     pub async fn accept(&mut self) -> Result<ConnectRequest, Error> {
-        self.incoming
-            .recv()
-            .await
-            .ok_or_else(|| Error::Io(io::Error::other("listener stopped")))
+        self.incoming.recv().await.ok_or(Error::ListenerClosed)
     }
 }
 
@@ -542,7 +503,9 @@ pub async fn accept_stream(
             let request = match event {
                 Event::RequestReceived(request) => request,
                 Event::Refused(e) => return Err(Error::Startup(e)),
-                _ => return Err(Error::Io(io::Error::other("unexpected startup event"))),
+                // A responder settles nothing before its application's
+                // decision.
+                _ => return Err(Error::Startup(StartupError::WrongState(m.state()))),
             };
             (Machine::Mpa(Box::new(m)), Some(request), leftover)
         }
@@ -626,7 +589,7 @@ impl ConnectRequest {
                 Settled::Mpa(
                     m.established()
                         .cloned()
-                        .ok_or_else(|| Error::Io(io::Error::other("startup not established")))?,
+                        .ok_or_else(|| Error::Startup(StartupError::WrongState(m.state())))?,
                 )
             }
         };

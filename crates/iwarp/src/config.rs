@@ -13,6 +13,7 @@ use crate::memory::ProtectionDomain;
 
 /// How the two ends agree on framing before data flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Framing {
     /// MPA with startup frames (Request/Reply): revisions 0, 1 and 2 as
     /// [`Config::startup`] allows. The default.
@@ -35,14 +36,20 @@ pub enum Framing {
 /// further configuration, to Linux `siw` and to hardware RNICs: MPA
 /// revision 2 with enhanced data (revisions 0 to 2 accepted), CRC asked
 /// for, no markers asked for, IRD/ORD 16/16, `TCP_NODELAY`; received
-/// FPDUs are verified before their payload is placed.
+/// FPDUs are verified before their payload is placed; a connecting end
+/// sends its first FPDU only [`DEFAULT_HOLD_AFTER_REPLY`] after the MPA
+/// Reply, which a Linux `siw` responder needs
+/// ([`StartupConfig::hold_after_reply`]; zero sends at once).
+///
+/// [`DEFAULT_HOLD_AFTER_REPLY`]: iwarp_proto::mpa::startup::DEFAULT_HOLD_AFTER_REPLY
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Startup frames or the immediate-start profile.
     pub framing: Framing,
     /// The MPA startup: revisions, CRC policy, markers wanted on receive,
-    /// IRD/ORD, peer-to-peer RTR mode, private data limit and startup
-    /// timeouts.
+    /// IRD/ORD, peer-to-peer RTR mode, private data limit, startup
+    /// timeouts, and how long a connecting end holds its first FPDU after
+    /// the Reply.
     pub startup: StartupConfig,
     /// The IFT negotiation, for [`Framing::Ift`]: CRCs sent and checked,
     /// markers, timeout. Its VTag is replaced by a random one for each
@@ -55,10 +62,6 @@ pub struct Config {
     /// octets count: a healthy peer with nothing to send looks the same as
     /// a dead one, so set it only where the application keeps traffic
     /// flowing. Off by default.
-    //= rfc5044#7.1.2
-    //# ULPs SHOULD implement a reasonable timeout while waiting for FPDUs, ULPDUs, and
-    //# application level messages to guard against application failures and certain
-    //# denial-of-service attacks.
     pub idle_timeout: Option<Duration>,
     /// How long [`QueuePair::disconnect`](crate::QueuePair::disconnect)
     /// waits for the peer to close its side before closing abruptly.
@@ -162,7 +165,8 @@ impl Config {
 /// queue pair.
 #[derive(Debug, Clone)]
 pub struct QpOptions {
-    /// The domain whose regions the queue pair may use.
+    /// The domain whose regions the queue pair may use; its device's
+    /// table resolves every STag the queue pair meets.
     pub pd: ProtectionDomain,
     /// Where Sends, Writes and Reads complete.
     pub send_cq: CompletionQueue,
@@ -180,11 +184,12 @@ pub struct QpOptions {
 }
 
 impl QpOptions {
-    /// A queue pair in `pd` with one new completion queue for both sides.
-    pub fn new(pd: ProtectionDomain) -> Self {
+    /// A queue pair in `pd` (and `pd`'s device) with one new completion
+    /// queue for both sides.
+    pub fn new(pd: &ProtectionDomain) -> Self {
         let cq = CompletionQueue::new(1024);
         Self {
-            pd,
+            pd: pd.clone(),
             send_cq: cq.clone(),
             recv_cq: cq,
             initial_recvs: Vec::new(),

@@ -11,8 +11,11 @@ use iwarp_proto::rdmap::{Completion, PostError};
 
 pub use crate::connection::ConnectionError;
 
+use crate::config::Framing;
+
 /// What can go wrong, from setting a connection up to a work request.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A socket operation failed.
     #[error("I/O: {0}")]
@@ -49,7 +52,23 @@ pub enum Error {
     },
     /// The configuration cannot be used.
     #[error("invalid configuration: {0}")]
-    Config(String),
+    Config(ConfigError),
+    /// A receive given in [`QpOptions::initial_recvs`](crate::QpOptions::initial_recvs)
+    /// could not be posted.
+    #[error("initial receive {wr_id}: {error}")]
+    InitialReceive {
+        /// Its work request id.
+        wr_id: u64,
+        /// Why it was refused.
+        error: PostError,
+    },
+    /// The ready-to-receive message of peer-to-peer mode could not be
+    /// posted (a Read RTR on a stream whose ORD is 0).
+    #[error("RTR not accepted: {0}")]
+    Rtr(PostError),
+    /// The listener's task has stopped: no more requests will come.
+    #[error("listener stopped")]
+    ListenerClosed,
     /// The region could not be registered.
     #[error("registration: {0}")]
     Register(RegisterError),
@@ -81,4 +100,15 @@ pub enum Error {
     /// The work request completed with an error status.
     #[error("work request {} completed with {:?}", .0.wr_id, .0.status)]
     Completion(Completion),
+}
+
+/// Why a configuration cannot be used for a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Private data was given for a framing whose startup carries none:
+    /// only MPA startup frames do (not the immediate-start profile, nor
+    /// IFT's Adaption Indications).
+    #[error("only MPA startup frames carry private data, not {0:?}")]
+    PrivateDataWithoutStartupFrames(Framing),
 }

@@ -3,8 +3,10 @@
 //! This crate drives the sans-IO engines of `iwarp-proto` over real TCP
 //! sockets with tokio, and offers a verbs-shaped API:
 //!
-//! - [`ProtectionDomain`] and [`MemoryRegion`]: registered memory, with the
-//!   [`RemoteKey`] (STag, address, length) a peer needs to reach it;
+//! - [`Device`] (the table of STags, as verbs' `ibv_context`), its
+//!   [`ProtectionDomain`]s and their [`MemoryRegion`]s: registered memory,
+//!   with the [`RemoteKey`] (STag, address, length) a peer needs to reach
+//!   it;
 //! - [`QueuePair`]: `post_send`, `post_recv`, `rdma_write`, `rdma_read`,
 //!   their awaiting counterparts `send`, `recv`, `write`, `read`, and a
 //!   graceful `disconnect`;
@@ -14,16 +16,19 @@
 //!   the application's private data or reject with a reason.
 //!
 //! ```no_run
-//! use iwarp::{connect, Access, Config, ProtectionDomain, QpOptions};
+//! use iwarp::{connect, Access, Config, Device, QpOptions};
 //!
 //! # async fn demo() -> Result<(), iwarp::Error> {
-//! let pd = ProtectionDomain::new();
-//! let qp = connect("192.0.2.1:4791", &Config::default(), QpOptions::new(pd), b"hello").await?;
+//! let device = Device::new();
+//! let pd = device.alloc_pd();
+//! let qp = connect("192.0.2.1:4791", &Config::default(), QpOptions::new(&pd), b"hello").await?;
 //! let mr = pd.register(b"ping".to_vec(), Access::empty())?;
 //! qp.send(mr.sge(..)?).await?;
 //! qp.disconnect().await?;
 //! # Ok(()) }
 //! ```
+
+#![forbid(unsafe_code)]
 
 pub use iwarp_proto as proto;
 
@@ -48,10 +53,11 @@ mod startup_log;
 pub use cm::{accept_stream, connect, connect_stream, ConnectRequest, Listener};
 pub use config::{Config, Framing, QpOptions};
 pub use cq::{Completion, CompletionOpcode, CompletionQueue, CompletionStatus};
-pub use error::{ConnectionError, Error};
-pub use info::ConnectionInfo;
+pub use error::{ConfigError, ConnectionError, Error};
+pub use info::{ConnectionInfo, FramingInfo, MpaInfo};
 pub use memory::{
-    Access, MemoryRegion, ProtectionDomain, RegionMut, RegionRef, RegisterOptions, RemoteKey, STag,
+    Access, Device, MemoryRegion, ProtectionDomain, RegionMut, RegionRef, RegisterOptions,
+    RemoteKey, STag,
 };
 pub use qp::{QpStats, QueuePair};
 

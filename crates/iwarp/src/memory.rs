@@ -1,17 +1,20 @@
-//! Protection domains and memory regions: the memory a peer can reach.
+//! Devices, protection domains and memory regions: the memory a peer can
+//! reach.
 //!
-//! A [`MemoryRegion`] owns its buffer. Registering it in a
-//! [`ProtectionDomain`] gives it an STag; its [`RemoteKey`] (STag, tagged
-//! offset of the first octet, length) is what a peer needs to RDMA Read or
-//! Write it. The connection tasks place incoming payload into regions and
-//! send from them while the application reads and writes them too: access
-//! goes through short-lived locks, preferably with the closure methods
-//! ([`MemoryRegion::read_with`], [`MemoryRegion::write_with`],
-//! [`MemoryRegion::copy_from`]), which cannot be held by mistake while
-//! posting work on the same region.
+//! A [`Device`] holds the table of STags, like verbs' `ibv_context`: its
+//! protection domains partition it, and the queue pairs of a domain
+//! resolve every STag a peer names in it. A [`MemoryRegion`] owns its
+//! buffer. Registering it in a [`ProtectionDomain`] gives it an STag; its
+//! [`RemoteKey`] (STag, tagged offset of the first octet, length) is what a
+//! peer needs to RDMA Read or Write it. The connection tasks place incoming
+//! payload into regions and send from them while the application reads
+//! and writes them too: access goes through short-lived locks, preferably
+//! with the closure methods ([`MemoryRegion::read_with`],
+//! [`MemoryRegion::write_with`], [`MemoryRegion::copy_from`]), which cannot
+//! be held by mistake while posting work on the same region.
 
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
-use std::sync::{Arc, OnceLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 use iwarp_proto::memory::{self as pm, MemoryBuffer, MemoryTable, RegionSpec};
 use iwarp_proto::rdmap::Sge;
@@ -20,32 +23,68 @@ pub use iwarp_proto::memory::{Access, STag};
 
 use crate::error::Error;
 
-/// The STag table shared by every connection of this process: one
-/// "device" in verbs terms.
-pub(crate) fn table() -> &'static Arc<MemoryTable> {
-    static TABLE: OnceLock<Arc<MemoryTable>> = OnceLock::new();
-    TABLE.get_or_init(|| Arc::new(MemoryTable::new()))
+/// An iWARP device: the table of STags its protection domains, memory
+/// regions and queue pairs share, as a verbs `ibv_context` is. STags are
+/// drawn from a keyed permutation of a counter, unpredictable to peers
+/// (`iwarp_proto::memory`). A process usually opens one; regions of one
+/// device are out of reach of the queue pairs of another. Cloning gives
+/// another handle to the same device.
+#[derive(Debug, Clone, Default)]
+pub struct Device {
+    table: Arc<MemoryTable>,
+}
+
+impl Device {
+    /// A new device with an empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new protection domain on this device.
+    pub fn alloc_pd(&self) -> ProtectionDomain {
+        ProtectionDomain {
+            id: self.table.alloc_pd(),
+            device: self.clone(),
+        }
+    }
+
+    /// The table of STags.
+    pub(crate) fn table(&self) -> &Arc<MemoryTable> {
+        &self.table
+    }
 }
 
 /// A protection domain: regions registered in it can be used only by
-/// queue pairs of the same domain (RFC 5041 §8.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// queue pairs of the same domain (RFC 5041 §8.2). Made by
+/// [`Device::alloc_pd`]; cloning gives another handle to the same domain.
+#[derive(Debug, Clone)]
 pub struct ProtectionDomain {
     pub(crate) id: pm::ProtectionDomain,
+    device: Device,
 }
 
-impl Default for ProtectionDomain {
-    fn default() -> Self {
-        Self::new()
+impl PartialEq for ProtectionDomain {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && Arc::ptr_eq(&self.device.table, &other.device.table)
+    }
+}
+
+impl Eq for ProtectionDomain {}
+
+impl std::hash::Hash for ProtectionDomain {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
     }
 }
 
 impl ProtectionDomain {
-    /// A new protection domain.
-    pub fn new() -> Self {
-        Self {
-            id: table().alloc_pd(),
-        }
+    /// The device it belongs to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn table(&self) -> &Arc<MemoryTable> {
+        &self.device.table
     }
 
     /// Registers `buffer` with the given access rights. Its tagged offsets
@@ -67,14 +106,14 @@ impl ProtectionDomain {
         let buffer = MemoryBuffer::from(buffer);
         let mut spec = RegionSpec::whole(self.id, buffer.clone(), options.base_to, options.access);
         spec.key = options.key;
-        let stag = table().register(spec).map_err(Error::Register)?;
+        let stag = self.table().register(spec).map_err(Error::Register)?;
         Ok(MemoryRegion {
             inner: Arc::new(RegionInner {
                 stag,
                 buffer,
                 base_to: options.base_to,
                 access: options.access,
-                pd: *self,
+                pd: self.clone(),
             }),
         })
     }
@@ -168,7 +207,7 @@ impl Drop for RegionInner {
     fn drop(&mut self) {
         // Deregistration takes effect before the buffer can be reused;
         // an STag already invalidated is simply gone.
-        let _ = table().deregister(self.stag);
+        let _ = self.pd.table().deregister(self.stag);
     }
 }
 
@@ -201,8 +240,8 @@ impl MemoryRegion {
     }
 
     /// The protection domain it is registered in.
-    pub fn pd(&self) -> ProtectionDomain {
-        self.inner.pd
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.inner.pd
     }
 
     /// What a peer needs to reach the whole region.
@@ -217,13 +256,15 @@ impl MemoryRegion {
     /// Whether the STag is still valid (not invalidated locally or by a
     /// peer's Send with Invalidate).
     pub fn is_valid(&self) -> bool {
-        table().is_valid(self.inner.stag)
+        self.inner.pd.table().is_valid(self.inner.stag)
     }
 
     /// Invalidates the STag: once this returns, no peer can read or write
     /// the region, and no further octet is placed in it.
     pub fn invalidate(&self) -> Result<(), Error> {
-        table()
+        self.inner
+            .pd
+            .table()
             .invalidate(self.inner.stag)
             .map_err(Error::LocalProtection)
     }
@@ -349,7 +390,8 @@ mod tests {
 
     #[test]
     fn register_sge_invalidate_and_drop() {
-        let pd = ProtectionDomain::new();
+        let device = Device::new();
+        let pd = device.alloc_pd();
         let mr = pd
             .register(vec![1, 2, 3, 4], Access::LOCAL_WRITE | Access::REMOTE_READ)
             .unwrap();
@@ -365,6 +407,19 @@ mod tests {
         assert!(!mr.is_valid());
         let stag = mr.stag();
         drop(mr);
-        assert!(!table().is_valid(stag));
+        assert!(!device.table().is_valid(stag));
+    }
+
+    #[test]
+    fn each_device_has_its_own_table() {
+        let (a, b) = (Device::new(), Device::new());
+        let (pa, pb) = (a.alloc_pd(), b.alloc_pd());
+        assert_ne!(pa, pb, "domains of two devices differ, whatever their ids");
+        assert_eq!(pa, pa.clone());
+        assert_eq!(pa.device().table().alloc_pd(), b.table().alloc_pd());
+        let mr = pa.register(vec![0; 8], Access::REMOTE_READ).unwrap();
+        assert!(a.table().is_valid(mr.stag()));
+        assert!(!b.table().is_valid(mr.stag()));
+        assert_eq!(mr.pd(), &pa);
     }
 }

@@ -104,7 +104,7 @@ impl QueuePair {
 
     /// Why the connection stopped moving data, once it has.
     pub fn error(&self) -> Option<ConnectionError> {
-        self.shared().lock().error.clone()
+        self.shared().lock().conn.error().cloned()
     }
 
     /// Octet counts so far.
@@ -118,7 +118,7 @@ impl QueuePair {
             octets_sent: sent,
             octets_received: received,
             octets_placed_directly: direct,
-            one_sided: inner.qp.one_sided_counters(),
+            one_sided: inner.conn.qp().one_sided_counters(),
         }
     }
 
@@ -130,7 +130,7 @@ impl QueuePair {
     /// receiver-not-ready: a Send that finds no posted buffer ends the
     /// connection, so keep receives posted ahead of the peer's Sends.
     pub fn post_recv(&self, wr_id: u64, sge: Sge) -> Result<(), Error> {
-        self.post(|i| i.qp.post_recv(wr_id, sge))
+        self.post(|i| i.conn.post_recv(wr_id, sge))
     }
 
     /// Posts a Send of `sge`.
@@ -140,20 +140,20 @@ impl QueuePair {
 
     /// Posts a Send with Solicited Event and/or Invalidate.
     pub fn post_send_with(&self, wr_id: u64, sge: Sge, flags: SendFlags) -> Result<(), Error> {
-        self.post(|i| i.qp.post_send(wr_id, sge, flags))
+        self.post(|i| i.conn.post_send(wr_id, sge, flags))
     }
 
     /// Posts an RDMA Write of `sge` to the peer's memory at `remote`'s
     /// STag and address.
     pub fn rdma_write(&self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
-        self.post(|i| i.qp.rdma_write(wr_id, sge, remote.stag, remote.addr))
+        self.post(|i| i.conn.rdma_write(wr_id, sge, remote.stag, remote.addr))
     }
 
     /// Posts an RDMA Read of `sge.len` octets from the peer's memory at
     /// `remote`'s STag and address into `sge`, which must allow local and
     /// remote write (the Read Response is a tagged write into it).
     pub fn rdma_read(&self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
-        self.post(|i| i.qp.rdma_read(wr_id, sge, remote.stag, remote.addr))
+        self.post(|i| i.conn.rdma_read(wr_id, sge, remote.stag, remote.addr))
     }
 
     /// Posts one runtime-owned request and waits for its completion.
@@ -182,24 +182,24 @@ impl QueuePair {
     /// Sends `sge` with Solicited Event and/or Invalidate and waits until
     /// the Send is complete.
     pub async fn send_with(&self, sge: Sge, flags: SendFlags) -> Result<Completion, Error> {
-        self.run(|i, id| i.qp.post_send(id, sge, flags)).await
+        self.run(|i, id| i.conn.post_send(id, sge, flags)).await
     }
 
     /// Posts `sge` as a receive buffer and waits for a Send to fill it.
     pub async fn recv(&self, sge: Sge) -> Result<Completion, Error> {
-        self.run(|i, id| i.qp.post_recv(id, sge)).await
+        self.run(|i, id| i.conn.post_recv(id, sge)).await
     }
 
     /// RDMA-Writes `sge` to `remote` and waits until the Write is complete.
     pub async fn write(&self, sge: Sge, remote: RemoteKey) -> Result<Completion, Error> {
-        self.run(|i, id| i.qp.rdma_write(id, sge, remote.stag, remote.addr))
+        self.run(|i, id| i.conn.rdma_write(id, sge, remote.stag, remote.addr))
             .await
     }
 
     /// RDMA-Reads `sge.len` octets from `remote` into `sge` and waits until
     /// they are placed.
     pub async fn read(&self, sge: Sge, remote: RemoteKey) -> Result<Completion, Error> {
-        self.run(|i, id| i.qp.rdma_read(id, sge, remote.stag, remote.addr))
+        self.run(|i, id| i.conn.rdma_read(id, sge, remote.stag, remote.addr))
             .await
     }
 
@@ -209,14 +209,7 @@ impl QueuePair {
     /// (5 s by default) for the peer to close its side, then closes
     /// abruptly.
     pub async fn disconnect(&self) -> Result<(), Error> {
-        self.shared().close();
-        if tokio::time::timeout(self.shared().disconnect_timeout, self.shared().closed())
-            .await
-            .is_err()
-        {
-            self.shared().abandon();
-            self.shared().closed().await;
-        }
+        self.shared().disconnect().await;
         Ok(())
     }
 

@@ -17,7 +17,7 @@ use iwarp_proto::ift::Indication;
 use iwarp_proto::mpa::startup::StartupFrameRepr;
 use iwarp_proto::rdmap::pretty::Pdu;
 
-use crate::info::ConnectionInfo;
+use crate::info::{ConnectionInfo, FramingInfo};
 
 /// One message of a startup as the log shows it: an MPA frame, an IFT indication, an FPDU,
 /// or only its length (a last streaming-mode message, say).
@@ -71,30 +71,34 @@ impl fmt::Display for Settled<'_> {
         let info = self.0;
         let on = |b: bool| if b { "on" } else { "off" };
         write!(f, "{:?}, ", info.role)?;
-        match (info.revision, &info.ift) {
-            (Some(rev), _) => write!(f, "MPA revision {}", rev.wire())?,
-            (None, Some(_)) => f.write_str("IFT")?,
-            (None, None) => f.write_str("MPA immediate start")?,
+        match &info.framing {
+            FramingInfo::Mpa(m) => write!(f, "MPA revision {}", m.revision.wire())?,
+            FramingInfo::ImmediateStart => f.write_str("MPA immediate start")?,
+            _ => f.write_str("IFT")?,
         }
+        let framing = info.framing_params();
         write!(
             f,
             ", CRC {}, markers {} sent {} received",
-            on(info.framing.crc),
-            on(info.framing.send_markers),
-            on(info.framing.receive_markers)
+            on(framing.crc),
+            on(framing.send_markers),
+            on(framing.receive_markers)
         )?;
-        if let Some(io) = info.ird_ord {
-            write!(f, ", IRD {} ORD {}", io.ird, io.ord)?;
-        }
-        if let Some(rtr) = info.rtr {
-            write!(f, ", RTR {rtr:?}")?;
+        if let Some(m) = info.mpa() {
+            if let Some(io) = m.ird_ord {
+                write!(f, ", IRD {} ORD {}", io.ird, io.ord)?;
+            }
+            if let Some(rtr) = m.rtr {
+                write!(f, ", RTR {rtr:?}")?;
+            }
         }
         write!(f, ", EMSS {}, MULPDU {}", info.emss, info.mulpdu)?;
-        if !info.peer_private_data.is_empty() {
+        let private_data = info.peer_private_data();
+        if !private_data.is_empty() {
             write!(
                 f,
                 ", {} octets of private data from the peer",
-                info.peer_private_data.len()
+                private_data.len()
             )?;
         }
         Ok(())

@@ -51,10 +51,10 @@ fn plain(crc: bool) -> FramingParams {
 async fn revision_1_with_crc() {
     let (c, s) = run(Config::with_revision(Revision::Rev1), Config::default()).await;
     for info in [&c, &s] {
-        assert_eq!(info.revision, Some(Revision::Rev1));
-        assert_eq!(info.framing, plain(true));
-        assert_eq!(info.ird_ord, None);
-        assert_eq!(info.rtr, None);
+        assert_eq!(info.mpa().map(|m| m.revision), Some(Revision::Rev1));
+        assert_eq!(info.framing_params(), plain(true));
+        assert_eq!(info.mpa().and_then(|m| m.ird_ord), None);
+        assert_eq!(info.mpa().and_then(|m| m.rtr), None);
     }
 }
 
@@ -66,8 +66,8 @@ async fn revision_1_without_crc() {
     )
     .await;
     for info in [&c, &s] {
-        assert_eq!(info.revision, Some(Revision::Rev1));
-        assert_eq!(info.framing, plain(false));
+        assert_eq!(info.mpa().map(|m| m.revision), Some(Revision::Rev1));
+        assert_eq!(info.framing_params(), plain(false));
     }
 }
 
@@ -83,15 +83,15 @@ async fn crc_asked_for_by_one_side_is_used_both_ways() {
         Config::default(),
     )
     .await;
-    assert_eq!(c.framing, plain(true));
-    assert_eq!(s.framing, plain(true));
+    assert_eq!(c.framing_params(), plain(true));
+    assert_eq!(s.framing_params(), plain(true));
     let (c, s) = run(
         Config::with_revision(Revision::Rev1),
         Config::default().crc(CrcPolicy::Off),
     )
     .await;
-    assert_eq!(c.framing, plain(true));
-    assert_eq!(s.framing, plain(true));
+    assert_eq!(c.framing_params(), plain(true));
+    assert_eq!(s.framing_params(), plain(true));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -109,8 +109,8 @@ async fn markers_required_by_the_initiator() {
         send_markers: false,
         receive_markers: true,
     };
-    assert_eq!(c.framing, want);
-    assert_eq!(s.framing, want.mirrored());
+    assert_eq!(c.framing_params(), want);
+    assert_eq!(s.framing_params(), want.mirrored());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,9 +127,9 @@ async fn markers_required_by_the_responder() {
         send_markers: true,
         receive_markers: false,
     };
-    assert_eq!(c.framing, want);
-    assert_eq!(s.framing, want.mirrored());
-    assert_eq!(c.revision, Some(Revision::Rev2));
+    assert_eq!(c.framing_params(), want);
+    assert_eq!(s.framing_params(), want.mirrored());
+    assert_eq!(c.mpa().map(|m| m.revision), Some(Revision::Rev2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,8 +144,8 @@ async fn markers_required_by_both() {
         send_markers: true,
         receive_markers: true,
     };
-    assert_eq!(c.framing, both);
-    assert_eq!(s.framing, both);
+    assert_eq!(c.framing_params(), both);
+    assert_eq!(s.framing_params(), both);
 }
 
 /// The default: revision 2 with enhanced data, IRD/ORD 16/16 each way.
@@ -153,10 +153,13 @@ async fn markers_required_by_both() {
 async fn revision_2_enhanced_by_default() {
     let (c, s) = run(Config::default(), Config::default()).await;
     for info in [&c, &s] {
-        assert_eq!(info.revision, Some(Revision::Rev2));
-        assert_eq!(info.framing, plain(true));
-        assert_eq!(info.ird_ord, Some(IrdOrd::new(16, 16)));
-        assert_eq!(info.rtr, None);
+        assert_eq!(info.mpa().map(|m| m.revision), Some(Revision::Rev2));
+        assert_eq!(info.framing_params(), plain(true));
+        assert_eq!(
+            info.mpa().and_then(|m| m.ird_ord),
+            Some(IrdOrd::new(16, 16))
+        );
+        assert_eq!(info.mpa().and_then(|m| m.rtr), None);
     }
 }
 
@@ -166,8 +169,8 @@ async fn revision_2_without_enhanced_data() {
     cfg.startup.enhanced = false;
     let (c, s) = run(cfg, Config::default()).await;
     for info in [&c, &s] {
-        assert_eq!(info.revision, Some(Revision::Rev2));
-        assert_eq!(info.ird_ord, None);
+        assert_eq!(info.mpa().map(|m| m.revision), Some(Revision::Rev2));
+        assert_eq!(info.mpa().and_then(|m| m.ird_ord), None);
     }
 }
 
@@ -199,8 +202,14 @@ async fn ird_and_ord_are_negotiated_and_obeyed() {
     })
     .await;
     let client = client.unwrap();
-    assert_eq!(client.info().ird_ord, Some(IrdOrd::new(8, 2)));
-    assert_eq!(server.info().ird_ord, Some(IrdOrd::new(2, 8)));
+    assert_eq!(
+        client.info().mpa().and_then(|m| m.ird_ord),
+        Some(IrdOrd::new(8, 2))
+    );
+    assert_eq!(
+        server.info().mpa().and_then(|m| m.ird_ord),
+        Some(IrdOrd::new(2, 8))
+    );
     // Ten Reads at once against an ORD of 2: queued, never refused.
     let chunk = SIZE / 10;
     for i in 0..10 {
@@ -240,9 +249,12 @@ async fn peer_to_peer(rtr: RtrType) {
     }
     let (client, server) = pair_with(&client_cfg, c.options(), server_cfg, sopts).await;
     for qp in [&client, &server] {
-        assert_eq!(qp.info().rtr, Some(rtr));
-        assert_eq!(qp.info().revision, Some(Revision::Rev2));
-        assert_eq!(qp.info().ird_ord, Some(IrdOrd::new(16, 16)));
+        assert_eq!(qp.info().mpa().and_then(|m| m.rtr), Some(rtr));
+        assert_eq!(qp.info().mpa().map(|m| m.revision), Some(Revision::Rev2));
+        assert_eq!(
+            qp.info().mpa().and_then(|m| m.ird_ord),
+            Some(IrdOrd::new(16, 16))
+        );
     }
     if rtr == RtrType::Send {
         assert_recv(&next_recv(&server).await, 99, 0);
@@ -306,12 +318,12 @@ async fn revision_0_with_large_private_data() {
     })
     .await;
     let client = client.unwrap();
-    assert_eq!(client.info().peer_private_data, answer);
-    assert_eq!(server.info().peer_private_data, ask);
+    assert_eq!(client.info().peer_private_data(), answer);
+    assert_eq!(server.info().peer_private_data(), ask);
     for qp in [&client, &server] {
-        assert_eq!(qp.info().revision, Some(Revision::Rev0));
-        assert_eq!(qp.info().framing, plain(true));
-        assert_eq!(qp.info().ird_ord, None);
+        assert_eq!(qp.info().mpa().map(|m| m.revision), Some(Revision::Rev0));
+        assert_eq!(qp.info().framing_params(), plain(true));
+        assert_eq!(qp.info().mpa().and_then(|m| m.ird_ord), None);
     }
     exercise(&client, &c, &server, &s).await;
 }
@@ -320,12 +332,12 @@ async fn revision_0_with_large_private_data() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_revisions_settle_on_the_lower() {
     let (c, s) = run(Config::default(), Config::with_revision(Revision::Rev1)).await;
-    assert_eq!(c.revision, Some(Revision::Rev1));
-    assert_eq!(s.revision, Some(Revision::Rev1));
-    assert_eq!(c.ird_ord, None);
+    assert_eq!(c.mpa().map(|m| m.revision), Some(Revision::Rev1));
+    assert_eq!(s.mpa().map(|m| m.revision), Some(Revision::Rev1));
+    assert_eq!(c.mpa().and_then(|m| m.ird_ord), None);
     let (c, s) = run(Config::with_revision(Revision::Rev0), Config::default()).await;
-    assert_eq!(c.revision, Some(Revision::Rev0));
-    assert_eq!(s.revision, Some(Revision::Rev0));
+    assert_eq!(c.mpa().map(|m| m.revision), Some(Revision::Rev0));
+    assert_eq!(s.mpa().map(|m| m.revision), Some(Revision::Rev0));
 }
 
 /// Two ends configured as Linux `siw` is by default: no CRC.
@@ -337,8 +349,8 @@ async fn siw_like_ends() {
     };
     let (c, s) = run(siw.clone(), siw).await;
     for info in [&c, &s] {
-        assert_eq!(info.revision, Some(Revision::Rev2));
-        assert_eq!(info.framing, plain(false));
+        assert_eq!(info.mpa().map(|m| m.revision), Some(Revision::Rev2));
+        assert_eq!(info.framing_params(), plain(false));
     }
 }
 
@@ -367,11 +379,11 @@ async fn immediate_start_profile() {
     .await;
     let client = client.unwrap();
     for qp in [&client, &server] {
-        assert_eq!(qp.info().revision, None);
-        assert_eq!(qp.info().framing, FramingParams::IMMEDIATE_START);
-        assert_eq!(qp.info().ird_ord, None);
-        assert_eq!(qp.info().rtr, None);
-        assert!(qp.info().peer_private_data.is_empty());
+        assert_eq!(qp.info().mpa().map(|m| m.revision), None);
+        assert_eq!(qp.info().framing_params(), FramingParams::IMMEDIATE_START);
+        assert_eq!(qp.info().mpa().and_then(|m| m.ird_ord), None);
+        assert_eq!(qp.info().mpa().and_then(|m| m.rtr), None);
+        assert!(qp.info().peer_private_data().is_empty());
     }
     let done = within(
         "server Read first",
@@ -387,11 +399,19 @@ async fn immediate_start_profile() {
     let r = connect(
         tcp.local_addr().unwrap(),
         &Config::immediate_start(),
-        QpOptions::new(c.pd),
+        QpOptions::new(&c.pd),
         b"nope",
     )
     .await;
-    assert!(matches!(r, Err(iwarp::Error::Config(_))), "{r:?}");
+    assert!(
+        matches!(
+            r,
+            Err(iwarp::Error::Config(
+                iwarp::ConfigError::PrivateDataWithoutStartupFrames(iwarp::Framing::ImmediateStart)
+            ))
+        ),
+        "{r:?}"
+    );
 }
 
 /// A responder that requires CRC refuses an initiator that does not ask
@@ -402,13 +422,13 @@ async fn crc_required_refuses_a_peer_without_crc() {
         .await
         .unwrap();
     let addr = listener.local_addr();
-    let pd = iwarp::ProtectionDomain::new();
+    let pd = new_pd();
     let r = within(
         "connect",
         connect(
             addr,
             &Config::default().crc(CrcPolicy::Off),
-            QpOptions::new(pd),
+            QpOptions::new(&pd),
             b"",
         ),
     )
@@ -427,6 +447,6 @@ async fn crc_required_refuses_a_peer_without_crc() {
     })
     .await;
     let client = client.unwrap();
-    assert!(client.info().framing.crc && server.info().framing.crc);
+    assert!(client.info().framing_params().crc && server.info().framing_params().crc);
     exercise(&client, &c, &server, &s).await;
 }

@@ -19,9 +19,7 @@ use std::time::Duration;
 use common::*;
 use iwarp::proto::mpa::startup::FrameKind;
 use iwarp::proto::rdmap::PostError;
-use iwarp::{
-    connect, CompletionStatus, Config, Error, Listener, ProtectionDomain, QpOptions, Revision,
-};
+use iwarp::{connect, CompletionStatus, Config, Error, Listener, QpOptions, Revision};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -52,10 +50,10 @@ async fn a_flood_of_half_open_connections_does_not_stop_real_clients() {
     let mut client_cfg = Config::default();
     client_cfg.startup.reply_timeout = Duration::from_secs(120);
     for round in 0..3u8 {
-        let pd = ProtectionDomain::new();
+        let pd = new_pd();
         let inbox = region(&pd, 16);
         let hello = region_with(&pd, b"hello".to_vec());
-        let opts = QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap());
+        let opts = QpOptions::new(&pd).post_recv(1, inbox.sge(..).unwrap());
         let private_data = [round];
         let accept = async {
             let req = listener.accept().await.unwrap();
@@ -64,7 +62,7 @@ async fn a_flood_of_half_open_connections_does_not_stop_real_clients() {
         };
         let (client, server) = within("a real client among the flood", async {
             tokio::join!(
-                connect(addr, &client_cfg, QpOptions::new(pd), &private_data),
+                connect(addr, &client_cfg, QpOptions::new(&pd), &private_data),
                 accept
             )
         })
@@ -104,7 +102,7 @@ async fn a_peer_that_stops_reading_loses_nothing() {
     let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tcp.local_addr().unwrap();
     let reply = startup_frame(FrameKind::Reply, Revision::Rev1, true, b"");
-    let pd = ProtectionDomain::new();
+    let pd = new_pd();
     let data = region_with(&pd, pattern(SEND_LEN * 4, 7));
     let cfg = Config {
         send_queue_depth: 64,
@@ -115,7 +113,7 @@ async fn a_peer_that_stops_reading_loses_nothing() {
         raw
     };
     let (mut raw, qp) = within("startup", async {
-        tokio::join!(peer, connect(addr, &cfg, QpOptions::new(pd), b""))
+        tokio::join!(peer, connect(addr, &cfg, QpOptions::new(&pd), b""))
     })
     .await;
     let qp = qp.unwrap();

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use iwarp::{connect, Access, Config, Framing, Listener, ProtectionDomain, QpOptions, RemoteKey};
+use iwarp::{connect, Access, Config, Device, Framing, Listener, QpOptions, RemoteKey};
 
 const LEN: usize = 300_000;
 
@@ -23,7 +23,7 @@ async fn exchange(config: Config) -> (iwarp::ConnectionInfo, iwarp::ConnectionIn
     let server = tokio::spawn(async move {
         let req = listener.accept().await.unwrap();
         assert!(req.request().is_none() || server_config.framing == Framing::Mpa);
-        let pd = ProtectionDomain::new();
+        let pd = Device::new().alloc_pd();
         let area = pd
             .register(
                 vec![0u8; 2 * LEN],
@@ -34,7 +34,7 @@ async fn exchange(config: Config) -> (iwarp::ConnectionInfo, iwarp::ConnectionIn
         let note = pd.register(vec![0u8; 16], Access::LOCAL_WRITE).unwrap();
         // The client speaks first (MPA rule 4): its Send says "go".
         let qp = req
-            .accept(QpOptions::new(pd).post_recv(1, note.sge(..).unwrap()), b"")
+            .accept(QpOptions::new(&pd).post_recv(1, note.sge(..).unwrap()), b"")
             .await
             .unwrap();
         assert_eq!(qp.recv_cq().next().await.wr_id, 1);
@@ -50,12 +50,12 @@ async fn exchange(config: Config) -> (iwarp::ConnectionInfo, iwarp::ConnectionIn
         qp.closed().await;
         info
     });
-    let pd = ProtectionDomain::new();
+    let pd = Device::new().alloc_pd();
     let keybuf = pd.register(vec![0u8; 16], Access::LOCAL_WRITE).unwrap();
     let qp = connect(
         addr,
         &config,
-        QpOptions::new(pd).post_recv(9, keybuf.sge(..).unwrap()),
+        QpOptions::new(&pd).post_recv(9, keybuf.sge(..).unwrap()),
         b"",
     )
     .await
@@ -86,16 +86,20 @@ async fn exchange(config: Config) -> (iwarp::ConnectionInfo, iwarp::ConnectionIn
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(client_info.framing.mirrored(), server_info.framing);
+    assert_eq!(
+        client_info.framing_params().mirrored(),
+        server_info.framing_params()
+    );
     (client_info, server_info)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mpa_revision_2_default() {
     let (c, s) = exchange(Config::default()).await;
-    assert!(c.framing.crc && !c.framing.send_markers && !c.framing.receive_markers);
-    assert_eq!(c.revision, Some(iwarp::Revision::Rev2));
-    assert!(c.ift.is_none() && s.ift.is_none());
+    let f = c.framing_params();
+    assert!(f.crc && !f.send_markers && !f.receive_markers);
+    assert_eq!(c.mpa().map(|m| m.revision), Some(iwarp::Revision::Rev2));
+    assert!(c.ift().is_none() && s.ift().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,15 +112,17 @@ async fn mpa_revision_2_default() {
 //# When sending an FPDU, the sender MUST include a valid CRC field.
 async fn immediate_start_has_markers_and_crc_both_ways() {
     let (c, _) = exchange(Config::immediate_start()).await;
-    assert_eq!(c.framing, iwarp::FramingParams::IMMEDIATE_START);
-    assert_eq!(c.revision, None);
+    assert_eq!(c.framing, iwarp::FramingInfo::ImmediateStart);
+    assert_eq!(c.framing_params(), iwarp::FramingParams::IMMEDIATE_START);
+    assert!(c.mpa().is_none() && c.peer_private_data().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ift_with_both_crcs() {
     let (c, s) = exchange(Config::ift()).await;
-    let (ci, si) = (c.ift.unwrap(), s.ift.unwrap());
-    assert!(c.framing.crc);
+    let (ci, si) = (c.ift().unwrap(), s.ift().unwrap());
+    assert!(c.framing_params().crc);
+    assert!(c.mpa().is_none());
     // Each end puts the other's VTag in what it sends.
     assert_eq!(ci.tx.vtag, si.rx.vtag);
     assert_eq!(si.tx.vtag, ci.rx.vtag);
@@ -130,7 +136,9 @@ async fn ift_with_markers_both_ways() {
     config.ift.send_markers = true;
     config.ift.receive_markers = iwarp::proto::ift::MarkerInterval::new(512);
     let (c, _) = exchange(config).await;
-    assert!(c.framing.send_markers && c.framing.receive_markers);
+    let f = c.framing_params();
+    assert!(f.send_markers && f.receive_markers);
+    assert!(c.ift().unwrap().tx.markers.is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,26 +147,27 @@ async fn ift_without_crcs() {
     config.ift.header_crc = false;
     config.ift.payload_crc = false;
     let (c, _) = exchange(config).await;
-    assert!(!c.framing.crc);
+    assert!(!c.framing_params().crc);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mpa_markers_both_ways() {
     let config = Config::default().markers_on_receive(true);
     let (c, _) = exchange(config).await;
-    assert!(c.framing.send_markers && c.framing.receive_markers);
+    let f = c.mpa().unwrap().params;
+    assert!(f.send_markers && f.receive_markers);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mpa_and_ift_do_not_mix() {
     let mut listener = Listener::bind("127.0.0.1:0", Config::ift()).await.unwrap();
     let addr = listener.local_addr();
-    let pd = ProtectionDomain::new();
+    let pd = Device::new().alloc_pd();
     let mut config = Config::default();
     config.startup.reply_timeout = Duration::from_secs(2);
     let r = tokio::time::timeout(
         Duration::from_secs(10),
-        connect(addr, &config, QpOptions::new(pd), b""),
+        connect(addr, &config, QpOptions::new(&pd), b""),
     )
     .await
     .unwrap();

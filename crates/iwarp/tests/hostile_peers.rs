@@ -65,9 +65,9 @@ async fn expect_end(qp: &QueuePair, flushed: &[u64]) -> ConnectionError {
 /// A server region for the peer to aim at, and options with two
 /// receives pre-posted (ids 1 and 2).
 fn server_side() -> (ProtectionDomain, iwarp::MemoryRegion, QpOptions) {
-    let pd = ProtectionDomain::new();
+    let pd = new_pd();
     let inbox = region(&pd, 200);
-    let opts = QpOptions::new(pd)
+    let opts = QpOptions::new(&pd)
         .post_recv(1, inbox.sge(..100).unwrap())
         .post_recv(2, inbox.sge(100..).unwrap());
     (pd, inbox, opts)
@@ -95,20 +95,11 @@ async fn bad_key_to_our_listener() {
     assert_eq!(drain_to_end(&mut bad).await, b"", "closed without a word");
     // A good initiator after it is the first the listener offers.
     let good = tokio::spawn(async move {
-        connect(
-            addr,
-            &Config::default(),
-            QpOptions::new(ProtectionDomain::new()),
-            b"good",
-        )
-        .await
+        connect(addr, &Config::default(), QpOptions::new(&new_pd()), b"good").await
     });
     let req = within("accept", listener.accept()).await.unwrap();
     assert_eq!(req.private_data(), b"good");
-    let server = req
-        .accept(QpOptions::new(ProtectionDomain::new()), b"")
-        .await
-        .unwrap();
+    let server = req.accept(QpOptions::new(&new_pd()), b"").await.unwrap();
     let client = within("connect", good).await.unwrap().unwrap();
     assert_eq!(req_addr(&server), client.local_addr());
     assert_no_panics();
@@ -137,13 +128,7 @@ async fn bad_key_to_our_initiator() {
         let rest = drain_to_end(&mut s).await;
         (request, rest)
     });
-    let r = connect(
-        addr,
-        &Config::default(),
-        QpOptions::new(ProtectionDomain::new()),
-        b"hi",
-    )
-    .await;
+    let r = connect(addr, &Config::default(), QpOptions::new(&new_pd()), b"hi").await;
     match r {
         Err(Error::Startup(StartupError::BadKey { expected, seen })) => {
             assert_eq!(expected, FrameKind::Reply);
@@ -176,19 +161,10 @@ async fn silent_and_stalling_initiators_time_out() {
     stalling.write_all(b"MPA ID Req Fr").await.unwrap();
     // Meanwhile a good initiator gets through.
     let good = tokio::spawn(async move {
-        connect(
-            addr,
-            &Config::default(),
-            QpOptions::new(ProtectionDomain::new()),
-            b"",
-        )
-        .await
+        connect(addr, &Config::default(), QpOptions::new(&new_pd()), b"").await
     });
     let req = within("accept", listener.accept()).await.unwrap();
-    let _server = req
-        .accept(QpOptions::new(ProtectionDomain::new()), b"")
-        .await
-        .unwrap();
+    let _server = req.accept(QpOptions::new(&new_pd()), b"").await.unwrap();
     within("connect", good).await.unwrap().unwrap();
     assert_eq!(drain_to_end(&mut silent).await, b"");
     assert_eq!(drain_to_end(&mut stalling).await, b"");
@@ -214,7 +190,7 @@ async fn silent_and_stalling_responders_time_out() {
         cfg.startup.reply_timeout = Duration::from_millis(200);
         let r = within(
             "connect",
-            connect(addr, &cfg, QpOptions::new(ProtectionDomain::new()), b""),
+            connect(addr, &cfg, QpOptions::new(&new_pd()), b""),
         )
         .await;
         match r {
@@ -242,13 +218,7 @@ async fn peers_closing_during_startup() {
         // Half a Reply, then FIN.
         s.write_all(b"MPA ID Rep").await.unwrap();
     });
-    let r = connect(
-        addr,
-        &Config::default(),
-        QpOptions::new(ProtectionDomain::new()),
-        b"",
-    )
-    .await;
+    let r = connect(addr, &Config::default(), QpOptions::new(&new_pd()), b"").await;
     assert!(
         matches!(
             r,
@@ -271,7 +241,7 @@ async fn peers_closing_during_startup() {
         connect(
             addr,
             &Config::default(),
-            QpOptions::new(ProtectionDomain::new()),
+            QpOptions::new(&new_pd()),
             b"after",
         )
         .await
@@ -474,8 +444,8 @@ async fn untagged_and_opcode_errors() {
     watch_panics();
     // A Send with no receive posted: DDP untagged 0x02 (no buffer).
     {
-        let pd = ProtectionDomain::new();
-        let (mut raw, qp) = raw_initiator(Config::default(), true, QpOptions::new(pd)).await;
+        let pd = new_pd();
+        let (mut raw, qp) = raw_initiator(Config::default(), true, QpOptions::new(&pd)).await;
         raw.send_ulpdu(&send(1, b"anyone?")).await;
         let payload = "1202 c000 0019 4143 00000000 00000000 00000001 00000000";
         expect_terminate(&mut raw, &terminate(&hex(payload))).await;
@@ -649,12 +619,12 @@ async fn bad_crc_to_our_initiator() {
         raw.send_ulpdu_bad_crc(&send(1, b"damaged")).await;
         expect_terminate(&mut raw, &terminate(&hex("2002 0000"))).await
     });
-    let pd = ProtectionDomain::new();
+    let pd = new_pd();
     let inbox = region(&pd, 64);
     let qp = connect(
         addr,
         &Config::default(),
-        QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap()),
+        QpOptions::new(&pd).post_recv(1, inbox.sge(..).unwrap()),
         b"",
     )
     .await
@@ -693,11 +663,11 @@ async fn reset_in_the_middle_of_a_transfer() {
             .unwrap();
         drop(raw);
     });
-    let pd = ProtectionDomain::new();
+    let pd = new_pd();
     let inbox = region(&pd, 1000);
     let sink = region(&pd, 1 << 20);
     let big = region_with(&pd, pattern(32 << 20, 61));
-    let mut opts = QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap());
+    let mut opts = QpOptions::new(&pd).post_recv(1, inbox.sge(..).unwrap());
     opts.send_cq = iwarp::CompletionQueue::new(4);
     let qp = connect(addr, &Config::default(), opts, b"").await.unwrap();
     qp.rdma_read(
@@ -838,13 +808,7 @@ async fn unacceptable_requests() {
     }
     // None was offered: the first request the listener yields is this.
     let good = tokio::spawn(async move {
-        connect(
-            addr,
-            &Config::default(),
-            QpOptions::new(ProtectionDomain::new()),
-            b"good",
-        )
-        .await
+        connect(addr, &Config::default(), QpOptions::new(&new_pd()), b"good").await
     });
     let req = within("accept", listener.accept()).await.unwrap();
     assert_eq!(req.private_data(), b"good");

@@ -97,9 +97,9 @@ async fn open(cfg: &Config) -> (Vec<Conn>, isize, Option<isize>) {
     let (heap0, rss0) = (heap(), rss());
     let mut conns = Vec::with_capacity(N);
     for _ in 0..N {
-        let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+        let (cpd, spd) = (new_pd(), new_pd());
         let (client, server) =
-            pair_with(cfg, QpOptions::new(cpd), cfg.clone(), QpOptions::new(spd)).await;
+            pair_with(cfg, QpOptions::new(&cpd), cfg.clone(), QpOptions::new(&spd)).await;
         conns.push(Conn {
             client,
             server,
@@ -190,7 +190,7 @@ fn memory_per_idle_connection() {
 /// ends; R is -1 where there is no `/proc`).
 async fn child(scenario: &str) {
     // Warm up: the runtime, the global STag table, the listener path.
-    drop(pair(ProtectionDomain::new(), ProtectionDomain::new()).await);
+    drop(pair(&new_pd(), &new_pd()).await);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let base = heap();
     let cfg = match scenario {

@@ -15,7 +15,7 @@ use iwarp::proto::mpa::startup::{Awaiting, StartupError};
 use iwarp::proto::rdmap::PostError;
 use iwarp::{
     accept_stream, connect, connect_stream, CompletionOpcode, CompletionQueue, CompletionStatus,
-    Config, ConnectionError, Error, Listener, ProtectionDomain, QpOptions, QpState, Revision, Role,
+    Config, ConnectionError, Error, Listener, QpOptions, QpState, Revision, Role,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -30,7 +30,7 @@ async fn the_request_shows_the_peer_before_the_decision() {
         connect(
             addr,
             &Config::default(),
-            QpOptions::new(ProtectionDomain::new()),
+            QpOptions::new(&new_pd()),
             b"who goes there",
         )
         .await
@@ -43,7 +43,7 @@ async fn the_request_shows_the_peer_before_the_decision() {
     assert!(!r.markers);
     assert_eq!(req.peer_addr().ip(), addr.ip());
     let server = req
-        .accept(QpOptions::new(ProtectionDomain::new()), b"friend")
+        .accept(QpOptions::new(&new_pd()), b"friend")
         .await
         .unwrap();
     let client = within("connect", client).await.unwrap().unwrap();
@@ -51,7 +51,7 @@ async fn the_request_shows_the_peer_before_the_decision() {
     assert_eq!(server.info().role, Role::Responder);
     assert_eq!(client.local_addr(), server.peer_addr());
     assert_eq!(client.peer_addr(), server.local_addr());
-    assert_eq!(client.info().peer_private_data, b"friend");
+    assert_eq!(client.info().peer_private_data(), b"friend");
     for qp in [&client, &server] {
         let info = qp.info();
         assert!(info.emss >= 536, "{info:?}");
@@ -78,7 +78,7 @@ async fn reject_with_private_data() {
         connect(
             addr,
             &Config::default(),
-            QpOptions::new(ProtectionDomain::new()),
+            QpOptions::new(&new_pd()),
             b"let me in",
         )
         .await
@@ -107,7 +107,7 @@ async fn nobody_listening_is_refused() {
         .local_addr()
         .unwrap();
     let cfg = Config::default();
-    let r = connect(addr, &cfg, QpOptions::new(ProtectionDomain::new()), b"").await;
+    let r = connect(addr, &cfg, QpOptions::new(&new_pd()), b"").await;
     assert!(matches!(r, Err(Error::Refused(a)) if a == addr), "{r:?}");
 
     let addr = {
@@ -118,7 +118,7 @@ async fn nobody_listening_is_refused() {
     };
     within("the dropped listener's port to refuse", async {
         loop {
-            let r = connect(addr, &cfg, QpOptions::new(ProtectionDomain::new()), b"").await;
+            let r = connect(addr, &cfg, QpOptions::new(&new_pd()), b"").await;
             match r {
                 Err(Error::Refused(a)) if a == addr => break,
                 // Accepted before the task stopped, then dropped with it.
@@ -140,20 +140,12 @@ async fn a_late_decision_times_out() {
     let mut listener = Listener::bind("127.0.0.1:0", cfg).await.unwrap();
     let addr = listener.local_addr();
     let client = tokio::spawn(async move {
-        connect(
-            addr,
-            &Config::default(),
-            QpOptions::new(ProtectionDomain::new()),
-            b"",
-        )
-        .await
+        connect(addr, &Config::default(), QpOptions::new(&new_pd()), b"").await
     });
     let req = within("accept", listener.accept()).await.unwrap();
     // Well past the decision timeout.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let r = req
-        .accept(QpOptions::new(ProtectionDomain::new()), b"")
-        .await;
+    let r = req.accept(QpOptions::new(&new_pd()), b"").await;
     assert!(
         matches!(
             r,
@@ -210,7 +202,7 @@ async fn delayed_startup_after_streaming_mode() {
     .await
     .unwrap();
     let server = within("accept", server).await.unwrap();
-    assert_eq!(client.info().peer_private_data, b"server");
+    assert_eq!(client.info().peer_private_data(), b"server");
     exercise(&client, &c, &server, &s).await;
 }
 
@@ -223,18 +215,18 @@ async fn graceful_disconnect_finishes_queued_work_first() {
     const N: usize = 40;
     const LEN: usize = 20_000;
     watch_panics();
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let inbox = region(&spd, N * LEN);
     let landing = region(&spd, N * LEN);
     let server_data = region_with(&spd, pattern(N * LEN, 21));
-    let mut sopts = QpOptions::new(spd);
+    let mut sopts = QpOptions::new(&spd);
     for i in 0..N + 3 {
         let at = (i % N) * LEN;
         sopts = sopts.post_recv(i as u64, inbox.sge(at..at + LEN).unwrap());
     }
     let (client, server) = pair_with(
         &Config::default(),
-        QpOptions::new(cpd),
+        QpOptions::new(&cpd),
         Config::default(),
         sopts,
     )
@@ -295,8 +287,8 @@ async fn graceful_disconnect_finishes_queued_work_first() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_ends_disconnect_at_once() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
-    let (client, server) = pair(cpd, spd).await;
+    let (cpd, spd) = (new_pd(), new_pd());
+    let (client, server) = pair(&cpd, &spd).await;
     // Let the server send too, so that both have something to finish.
     let msg = region(&cpd, 10);
     let key = region(&spd, 10);
@@ -332,14 +324,14 @@ async fn both_ends_disconnect_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drop_without_disconnect() {
     watch_panics();
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let server_inbox = region(&spd, 100);
-    let sopts = QpOptions::new(spd)
+    let sopts = QpOptions::new(&spd)
         .post_recv(1, server_inbox.sge(..50).unwrap())
         .post_recv(2, server_inbox.sge(50..).unwrap());
     let client_inbox = region(&cpd, 100);
     let ccq = CompletionQueue::new(8);
-    let mut copts = QpOptions::new(cpd)
+    let mut copts = QpOptions::new(&cpd)
         .post_recv(10, client_inbox.sge(..50).unwrap())
         .post_recv(11, client_inbox.sge(50..).unwrap());
     copts.send_cq = ccq.clone();
@@ -389,7 +381,7 @@ async fn drop_without_disconnect() {
 //# ULPs SHOULD implement a reasonable timeout while waiting for FPDUs, ULPDUs, and application
 //# level messages to guard against application failures and certain denial-of-service attacks.
 async fn the_idle_timeout_ends_a_silent_connection() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let inbox = region(&cpd, 10);
     let cfg = Config {
         idle_timeout: Some(Duration::from_millis(100)),
@@ -397,9 +389,9 @@ async fn the_idle_timeout_ends_a_silent_connection() {
     };
     let (client, server) = pair_with(
         &cfg,
-        QpOptions::new(cpd).post_recv(5, inbox.sge(..).unwrap()),
+        QpOptions::new(&cpd).post_recv(5, inbox.sge(..).unwrap()),
         Config::default(),
-        QpOptions::new(spd),
+        QpOptions::new(&spd),
     )
     .await;
     within("client closed", client.closed()).await;
@@ -411,5 +403,42 @@ async fn the_idle_timeout_ends_a_silent_connection() {
     let c = next_recv(&client).await;
     assert_eq!((c.wr_id, c.status), (5, CompletionStatus::FlushError));
     within("server closed", server.closed()).await;
+    assert!(server.error().is_some());
+}
+
+/// A receive in `QpOptions::post_recv` that cannot be posted (its buffer
+/// belongs to another protection domain) fails the connection set-up with
+/// a typed error naming it; the connection is closed, and the peer sees
+/// it end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initial_receive_that_cannot_be_posted_fails_the_setup() {
+    let (cpd, spd, other) = (new_pd(), new_pd(), new_pd());
+    let foreign = region(&other, 16);
+    let mut listener = Listener::bind("127.0.0.1:0", Config::default())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let accept = async move {
+        let req = listener.accept().await?;
+        req.accept(QpOptions::new(&spd), b"").await
+    };
+    let copts = QpOptions::new(&cpd).post_recv(7, foreign.sge(..).unwrap());
+    let cfg = Config::default();
+    let (c, s) = within("set-up", async {
+        tokio::join!(connect(addr, &cfg, copts, b""), accept)
+    })
+    .await;
+    assert!(
+        matches!(
+            c,
+            Err(Error::InitialReceive {
+                wr_id: 7,
+                error: PostError::LocalProtection(_)
+            })
+        ),
+        "{c:?}"
+    );
+    let server = s.unwrap();
+    within("the server sees it end", server.closed()).await;
     assert!(server.error().is_some());
 }

@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use iwarp::proto::rdmap::PostError;
 use iwarp::{
     Access, CompletionOpcode, CompletionQueue, CompletionStatus, Config, ConnectionError, Error,
-    ProtectionDomain, QpOptions, QpState, SendFlags,
+    QpOptions, QpState, SendFlags,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,14 +36,14 @@ async fn send_write_read_both_ways() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_with_solicited_event_marks_the_receive() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let inbox = region(&spd, 64);
-    let opts = QpOptions::new(spd)
+    let opts = QpOptions::new(&spd)
         .post_recv(1, inbox.sge(0..32).unwrap())
         .post_recv(2, inbox.sge(32..64).unwrap());
     let (client, server) = pair_with(
         &Config::default(),
-        QpOptions::new(cpd),
+        QpOptions::new(&cpd),
         Config::default(),
         opts,
     )
@@ -75,16 +75,16 @@ async fn send_with_solicited_event_marks_the_receive() {
 /// invalid STag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_with_invalidate_invalidates_the_peer_region() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let inbox = region(&spd, 64);
     let target = region(&spd, 256);
     let target2 = region(&spd, 256);
-    let opts = QpOptions::new(spd)
+    let opts = QpOptions::new(&spd)
         .post_recv(1, inbox.sge(0..32).unwrap())
         .post_recv(2, inbox.sge(32..64).unwrap());
     let (client, server) = pair_with(
         &Config::default(),
-        QpOptions::new(cpd),
+        QpOptions::new(&cpd),
         Config::default(),
         opts,
     )
@@ -154,13 +154,13 @@ async fn send_with_invalidate_invalidates_the_peer_region() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rdma_write_lands_exactly_where_addressed() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let note = region(&spd, 16);
     let landing = region(&spd, 100_000);
-    let opts = QpOptions::new(spd).post_recv(7, note.sge(..).unwrap());
+    let opts = QpOptions::new(&spd).post_recv(7, note.sge(..).unwrap());
     let (client, server) = pair_with(
         &Config::default(),
-        QpOptions::new(cpd),
+        QpOptions::new(&cpd),
         Config::default(),
         opts,
     )
@@ -192,14 +192,14 @@ async fn rdma_write_lands_exactly_where_addressed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rdma_read_from_either_side() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let server_data = spd
         .register(pattern(70_000, 5), Access::REMOTE_READ)
         .unwrap();
     let client_data = cpd
         .register(pattern(3_000, 6), Access::REMOTE_READ)
         .unwrap();
-    let (client, server) = pair(cpd, spd).await;
+    let (client, server) = pair(&cpd, &spd).await;
     let sink = region(&cpd, 80_000);
     // A slice of the server's region, into the middle of the sink.
     let key = server_data.remote_key().slice(1_000, 60_000).unwrap();
@@ -233,15 +233,15 @@ async fn rdma_read_from_either_side() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zero_length_send_write_and_read() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let inbox = region(&spd, 8);
     let landing = region(&spd, 8);
-    let opts = QpOptions::new(spd)
+    let opts = QpOptions::new(&spd)
         .post_recv(1, inbox.sge(..).unwrap())
         .post_recv(2, inbox.sge(0..0).unwrap());
     let (client, server) = pair_with(
         &Config::default(),
-        QpOptions::new(cpd),
+        QpOptions::new(&cpd),
         Config::default(),
         opts,
     )
@@ -293,16 +293,16 @@ async fn zero_length_send_write_and_read() {
 /// `poll` and `poll_many`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn posted_work_completes_on_its_queues_in_order() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let inbox = region(&spd, 10 * 1000);
-    let mut sopts = QpOptions::new(spd);
+    let mut sopts = QpOptions::new(&spd);
     sopts.send_cq = CompletionQueue::new(16);
     sopts.recv_cq = CompletionQueue::new(16);
     for i in 0..10u64 {
         let at = i as usize * 1000;
         sopts = sopts.post_recv(100 + i, inbox.sge(at..at + 1000).unwrap());
     }
-    let mut copts = QpOptions::new(cpd);
+    let mut copts = QpOptions::new(&cpd);
     let (csend, crecv) = (CompletionQueue::new(4), CompletionQueue::new(4));
     copts.send_cq = csend.clone();
     copts.recv_cq = crecv.clone();
@@ -375,19 +375,19 @@ async fn posted_work_completes_on_its_queues_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_queue_serves_two_connections() {
     let cq = CompletionQueue::new(8);
-    let spd = ProtectionDomain::new();
+    let spd = new_pd();
     let inbox = region(&spd, 64);
     let mut qps = Vec::new();
     for i in 0..2u64 {
-        let cpd = ProtectionDomain::new();
-        let mut opts = QpOptions::new(spd).post_recv(
+        let cpd = new_pd();
+        let mut opts = QpOptions::new(&spd).post_recv(
             i,
             inbox.sge(i as usize * 32..(i as usize + 1) * 32).unwrap(),
         );
         opts.recv_cq = cq.clone();
         let (client, server) = pair_with(
             &Config::default(),
-            QpOptions::new(cpd),
+            QpOptions::new(&cpd),
             Config::default(),
             opts,
         )
@@ -412,8 +412,8 @@ async fn one_queue_serves_two_connections() {
 /// and the connection carries on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unusable_local_buffers_are_refused_at_post() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
-    let (client, _server) = pair(cpd, spd).await;
+    let (cpd, spd) = (new_pd(), new_pd());
+    let (client, _server) = pair(&cpd, &spd).await;
     let read_only = cpd.register(vec![0; 64], Access::empty()).unwrap();
     let no_remote_write = cpd.register(vec![0; 64], Access::LOCAL_WRITE).unwrap();
     let other_domain = region(&spd, 64);
@@ -466,14 +466,14 @@ async fn unusable_local_buffers_are_refused_at_post() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_longer_than_the_receive() {
     watch_panics();
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let inbox = region(&spd, 64);
-    let opts = QpOptions::new(spd)
+    let opts = QpOptions::new(&spd)
         .post_recv(1, inbox.sge(0..50).unwrap())
         .post_recv(2, inbox.sge(50..64).unwrap());
     let (client, server) = pair_with(
         &Config::default(),
-        QpOptions::new(cpd),
+        QpOptions::new(&cpd),
         Config::default(),
         opts,
     )
@@ -518,11 +518,11 @@ async fn send_longer_than_the_receive() {
 /// Read Request, and the Read completes with a remote access error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_without_the_right_to() {
-    let (cpd, spd) = (ProtectionDomain::new(), ProtectionDomain::new());
+    let (cpd, spd) = (new_pd(), new_pd());
     let private = spd
         .register(pattern(100, 9), Access::LOCAL_WRITE | Access::REMOTE_WRITE)
         .unwrap();
-    let (client, server) = pair(cpd, spd).await;
+    let (client, server) = pair(&cpd, &spd).await;
     let sink = region(&cpd, 100);
     let r = within(
         "Read",

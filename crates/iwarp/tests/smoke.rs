@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use iwarp::{connect, Access, Config, Listener, ProtectionDomain, QpOptions};
+use iwarp::{connect, Access, Config, Device, Listener, QpOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_operation_once() {
@@ -13,7 +13,7 @@ async fn every_operation_once() {
     let server = tokio::spawn(async move {
         let req = listener.accept().await.unwrap();
         assert_eq!(req.private_data(), b"hello");
-        let pd = ProtectionDomain::new();
+        let pd = Device::new().alloc_pd();
         let inbox = pd
             .register(
                 vec![0u8; 4096],
@@ -23,7 +23,7 @@ async fn every_operation_once() {
         inbox.copy_from(1000, b"readable").unwrap();
         // iWARP has no receiver-not-ready: the receive for the client's
         // first Send must be posted before the connection moves data.
-        let opts = QpOptions::new(pd).post_recv(1, inbox.sge(0..64).unwrap());
+        let opts = QpOptions::new(&pd).post_recv(1, inbox.sge(0..64).unwrap());
         let qp = req.accept(opts, b"welcome").await.unwrap();
         // Receive the client's Send, which carries nothing but a ping.
         let c = qp.recv_cq().next().await;
@@ -43,12 +43,12 @@ async fn every_operation_once() {
         qp.closed().await;
     });
 
-    let pd = ProtectionDomain::new();
-    let qp = connect(addr, &Config::default(), QpOptions::new(pd), b"hello")
+    let pd = Device::new().alloc_pd();
+    let qp = connect(addr, &Config::default(), QpOptions::new(&pd), b"hello")
         .await
         .unwrap();
-    assert_eq!(qp.info().peer_private_data, b"welcome");
-    assert!(qp.info().framing.crc);
+    assert_eq!(qp.info().peer_private_data(), b"welcome");
+    assert!(qp.info().framing_params().crc);
     let buf = pd
         .register(vec![0u8; 4096], Access::LOCAL_WRITE | Access::REMOTE_WRITE)
         .unwrap();

@@ -20,7 +20,7 @@
 mod common;
 
 use common::*;
-use iwarp::{Config, ConnectionError, ProtectionDomain, QpOptions, RemoteKey, STag};
+use iwarp::{Config, ConnectionError, QpOptions, RemoteKey, STag};
 
 const REGIONS: usize = 1000;
 const REGION_LEN: usize = 64;
@@ -59,14 +59,14 @@ fn invalid_stag_terminate(stag: STag, payload_len: usize) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guessed_stags_find_no_region_and_each_ends_its_connection() {
     watch_panics();
-    let pd = ProtectionDomain::new();
+    let pd = new_pd();
     let others: Vec<_> = (0..REGIONS)
         .map(|i| region_with(&pd, pattern(REGION_LEN, i as u64)))
         .collect();
     let own = region(&pd, REGION_LEN);
     let own_key: RemoteKey = own.remote_key();
     let inbox = region(&pd, 32);
-    let options = || QpOptions::new(pd).post_recv(1, inbox.sge(..).unwrap());
+    let options = || QpOptions::new(&pd).post_recv(1, inbox.sge(..).unwrap());
 
     // The right STag goes through this path: placed, nothing ended.
     let (mut raw, qp) = raw_initiator(Config::default(), true, options()).await;

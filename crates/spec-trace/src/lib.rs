@@ -26,6 +26,8 @@
 //! implemented without a test is an error, and so is a quote that is not
 //! in its section.
 
+#![forbid(unsafe_code)]
+
 pub mod annotation;
 pub mod coverage;
 pub mod report;

@@ -8,6 +8,8 @@
 //! cargo run -p spec-trace -- --write FILE       # the whole report into FILE
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

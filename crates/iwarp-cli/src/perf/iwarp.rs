@@ -124,7 +124,7 @@ fn max_size(spec: &TestSpec) -> Result<usize> {
         .map_err(|_| PerfError::Protocol(format!("message size {max} too large for this host")))
 }
 
-fn register(pd: ProtectionDomain, len: usize, access: Access, what: &str) -> Result<MemoryRegion> {
+fn register(pd: &ProtectionDomain, len: usize, access: Access, what: &str) -> Result<MemoryRegion> {
     let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
     pd.register(data, access)
         .map_err(|e| PerfError::iwarp(format!("registering the {what} buffer"), e))
@@ -132,9 +132,9 @@ fn register(pd: ProtectionDomain, len: usize, access: Access, what: &str) -> Res
 
 /// Queue pair options with separate send and receive completion queues,
 /// so that each side's completions are told apart without looking.
-fn qp_options(pd: ProtectionDomain) -> QpOptions {
+fn qp_options(pd: &ProtectionDomain) -> QpOptions {
     QpOptions {
-        pd,
+        pd: pd.clone(),
         send_cq: CompletionQueue::new(1024),
         recv_cq: CompletionQueue::new(1024),
         initial_recvs: Vec::new(),
@@ -197,12 +197,12 @@ impl Backend for IwarpBackend {
         index: u32,
         spec: &TestSpec,
     ) -> Result<IwarpClient> {
-        let pd = ProtectionDomain::new();
+        let pd = crate::device().alloc_pd();
         let mut hello = [0u8; HELLO_LEN];
         hello[..4].copy_from_slice(HELLO_MAGIC);
         hello[4..12].copy_from_slice(&session.to_be_bytes());
         hello[12..].copy_from_slice(&index.to_be_bytes());
-        let qp = iwarp::connect(addr, &config(spec, Side::Client), qp_options(pd), &hello)
+        let qp = iwarp::connect(addr, &config(spec, Side::Client), qp_options(&pd), &hello)
             .await
             .map_err(|e| match e {
                 iwarp::Error::Refused(_) => PerfError::Connect {
@@ -230,9 +230,9 @@ impl Backend for IwarpBackend {
         } else {
             max
         };
-        let local = register(pd, local_len.max(2), access, "local")?;
+        let local = register(&pd, local_len.max(2), access, "local")?;
         // Acknowledgement slots (send bandwidth) or pong buffers (send latency).
-        let acks = register(pd, (depth + SLACK) * ACK_LEN, Access::LOCAL_WRITE, "ack")?;
+        let acks = register(&pd, (depth + SLACK) * ACK_LEN, Access::LOCAL_WRITE, "ack")?;
         Ok(IwarpClient {
             qp,
             pd,
@@ -599,20 +599,20 @@ impl DataListener for IwarpDataListener {
                 let _ = request.reject(b"unknown session").await;
                 continue;
             };
-            let pd = ProtectionDomain::new();
+            let pd = crate::device().alloc_pd();
             let qp = request
-                .accept(qp_options(pd), b"")
+                .accept(qp_options(&pd), b"")
                 .await
                 .map_err(|e| PerfError::iwarp("accepting a data connection", e))?;
             let max = max_size(&self.spec)?.max(1);
             let buf = register(
-                pd,
+                &pd,
                 max,
                 Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE,
                 "server",
             )?;
             let depth = self.spec.effective_depth() as usize;
-            let acks = register(pd, (depth + SLACK) * ACK_LEN, Access::LOCAL_WRITE, "ack")?;
+            let acks = register(&pd, (depth + SLACK) * ACK_LEN, Access::LOCAL_WRITE, "ack")?;
             return Ok((
                 index,
                 IwarpServerConn {

@@ -10,11 +10,12 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use clap::{ArgGroup, Args, ValueEnum};
-use iwarp::{Config, CrcPolicy};
+use clap::{ArgGroup, Args};
+use iwarp::Config;
 
 use super::error::PingError;
 use super::message::{DEFAULT_PORT, DEFAULT_SIZE, MAX_SIZE, MIN_SIZE};
+use crate::startup_args::{parse_bounded, Startup, StartupArgs};
 
 /// `iwarp ping`: the rping connectivity test, wire-compatible with rdma-core's `rping`.
 #[derive(Args, Clone, Debug, PartialEq)]
@@ -103,47 +104,17 @@ pub struct PingArgs {
     #[arg(short = 'P', long, conflicts_with_all = ["client", "connect"])]
     pub persistent: bool,
 
-    /// MPA CRC: on (ask for it; siw honours the request), off (use it only if the peer
-    /// asks), required (refuse peers that do not ask, such as rping over siw).
-    #[arg(long, value_enum, default_value_t = CrcMode::On)]
-    pub crc: CrcMode,
-
     /// Seconds to wait for the connection and for each answer from the peer; 0: for ever.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_timeout)]
     pub timeout: f64,
+
+    /// MPA startup settings.
+    #[command(flatten)]
+    pub startup: StartupArgs,
 }
 
-/// The MPA CRC policy, as `--crc` spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CrcMode {
-    /// Ask for CRC; a peer's request is honoured anyway.
-    On,
-    /// Do not ask for CRC.
-    Off,
-    /// Insist on the peer asking for CRC too.
-    Required,
-}
-
-impl From<CrcMode> for CrcPolicy {
-    fn from(m: CrcMode) -> Self {
-        match m {
-            CrcMode::On => CrcPolicy::Preferred,
-            CrcMode::Off => CrcPolicy::Off,
-            CrcMode::Required => CrcPolicy::Required,
-        }
-    }
-}
-
-fn parse_timeout(text: &str) -> Result<f64, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    if secs.is_finite() && (0.0..=1e6).contains(&secs) {
-        Ok(secs)
-    } else {
-        Err(format!("timeout `{text}` out of range (0 to 1000000 s)"))
-    }
+pub(crate) fn parse_timeout(text: &str) -> Result<f64, String> {
+    parse_bounded(text, "seconds", 1e6)
 }
 
 /// Which side to run, with what it needs.
@@ -186,10 +157,10 @@ pub struct PingConfig {
     pub debug: bool,
     /// Results as JSON lines.
     pub json: bool,
-    /// MPA CRC policy.
-    pub crc: CrcPolicy,
     /// How long to wait for the connection and each answer; `None`: for ever.
     pub timeout: Option<Duration>,
+    /// MPA startup settings: revision, CRC, peer-to-peer mode, markers, hold.
+    pub startup: Startup,
 }
 
 impl PingArgs {
@@ -229,24 +200,20 @@ impl PingArgs {
             verbose: self.verbose,
             debug: self.debug,
             json: self.json,
-            crc: self.crc.into(),
             timeout: (self.timeout > 0.0).then(|| Duration::from_secs_f64(self.timeout)),
+            startup: self.startup.resolve(),
         })
     }
 }
 
 impl PingConfig {
-    /// The runtime configuration: MPA revision 2 with enhanced data and IRD/ORD 1/1, as rping
-    /// asks for (`responder_resources = 1, initiator_depth = 1`), this run's CRC policy, and
-    /// the timeout for the TCP connect and the startup frames.
+    /// The runtime configuration: this run's MPA startup settings (by default revision 2
+    /// with enhanced data, CRC asked for) with IRD/ORD 1/1, as rping asks for
+    /// (`responder_resources = 1, initiator_depth = 1`), and the timeout for the TCP
+    /// connect and the startup frames.
     pub fn iwarp_config(&self) -> Config {
-        let mut config = Config::default().crc(self.crc).ird_ord(1, 1);
-        if let Some(t) = self.timeout {
-            config.connect_timeout = t;
-            config.startup.request_timeout = t;
-            config.startup.reply_timeout = t;
-        }
-        config
+        let client = matches!(self.role, Role::Client { .. });
+        self.startup.tool_config(client, self.timeout)
     }
 }
 
@@ -336,7 +303,7 @@ mod tests {
             }
         );
         assert_eq!(c.size, 64);
-        assert_eq!(c.crc, CrcPolicy::Preferred);
+        assert_eq!(c.startup.crc, iwarp::CrcPolicy::Preferred);
         assert_eq!(c.timeout, Some(Duration::from_secs(10)));
         // Grouped flags, attached values, -C and -V accepted on the server.
         let c = resolve(&["-sPvd", "-a", "::0", "-p7175", "-S100", "-C", "5", "-V"]);
@@ -422,7 +389,7 @@ mod tests {
         assert_eq!(c.timeout, None);
         let config = c.iwarp_config();
         assert_eq!((config.startup.ird, config.startup.ord), (1, 1));
-        assert_eq!(config.startup.crc, CrcPolicy::Off);
+        assert_eq!(config.startup.crc, iwarp::CrcPolicy::Off);
         assert!(config.startup.enhanced);
         assert_eq!(config.startup.max_revision, iwarp::Revision::Rev2);
     }

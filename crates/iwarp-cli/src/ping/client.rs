@@ -54,7 +54,7 @@ pub async fn run(cfg: &PingConfig, job: &ClientJob<'_>) -> Result<()> {
     // rping sends no private data.
     let qp = iwarp::connect_stream(stream, &cfg.iwarp_config(), options, &[])
         .await
-        .map_err(|e| PingError::startup(addr, e))?;
+        .map_err(|e| PingError::startup(addr, e, cfg.startup.markers))?;
     let ep = Endpoint::new(qp, buffers, Peer::Server, cfg.timeout);
     log.debug(format_args!("connected: {}", ep.describe()));
 
@@ -224,7 +224,11 @@ async fn interrupted() {
 }
 
 /// The server's addresses, of the source address's family if one is given.
-async fn resolve(host: &str, port: u16, source: Option<IpAddr>) -> Result<Vec<SocketAddr>> {
+pub(crate) async fn resolve(
+    host: &str,
+    port: u16,
+    source: Option<IpAddr>,
+) -> Result<Vec<SocketAddr>> {
     let resolve_error = |reason: String| PingError::Resolve {
         host: host.to_string(),
         reason,
@@ -244,7 +248,7 @@ async fn resolve(host: &str, port: u16, source: Option<IpAddr>) -> Result<Vec<So
 }
 
 /// Makes the TCP connection, from `source` if given, trying each address in turn.
-async fn tcp_connect(
+pub(crate) async fn tcp_connect(
     addrs: &[SocketAddr],
     source: Option<IpAddr>,
     timeout: Option<Duration>,

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use iwarp::{
-    Access, CompletionStatus, MemoryRegion, ProtectionDomain, QpOptions, QueuePair,
+    Access, CompletionStatus, FramingInfo, MemoryRegion, ProtectionDomain, QpOptions, QueuePair,
     RegisterOptions, RemoteKey, Sge,
 };
 
@@ -61,7 +61,7 @@ impl Buffers {
     /// Registers the two 16-octet buffers in a new protection domain: the receive buffer
     /// with local write only, the send buffer with no rights, as rping does.
     pub fn new() -> Result<Self> {
-        let pd = ProtectionDomain::new();
+        let pd = crate::device().alloc_pd();
         let recv = register(&pd, INFO_LEN, Access::LOCAL_WRITE)?;
         let send = register(&pd, INFO_LEN, Access::empty())?;
         Ok(Self { pd, recv, send })
@@ -69,7 +69,7 @@ impl Buffers {
 
     /// Queue pair options with the receive posted.
     pub fn qp_options(&self) -> Result<QpOptions> {
-        Ok(QpOptions::new(self.pd).post_recv(RECV_WR, self.recv_sge()?))
+        Ok(QpOptions::new(&self.pd).post_recv(RECV_WR, self.recv_sge()?))
     }
 
     fn recv_sge(&self) -> Result<Sge> {
@@ -212,23 +212,35 @@ impl Endpoint {
 
     /// One line on the connection's negotiated parameters, for `-d`.
     pub fn describe(&self) -> String {
-        let info = self.qp.info();
-        let revision = info
-            .revision
-            .map_or("none (immediate start)".to_string(), |r| {
-                (r as u8).to_string()
-            });
-        let ird_ord = info.ird_ord.map_or("not negotiated".to_string(), |io| {
+        describe(&self.qp)
+    }
+}
+
+/// One line on a connection's negotiated parameters.
+pub fn describe(qp: &QueuePair) -> String {
+    let info = qp.info();
+    let mpa = info.mpa();
+    let revision = match &info.framing {
+        FramingInfo::Mpa(m) => (m.revision as u8).to_string(),
+        FramingInfo::ImmediateStart => "none (immediate start)".to_string(),
+        _ => "none (IFT)".to_string(),
+    };
+    let ird_ord = mpa
+        .and_then(|m| m.ird_ord)
+        .map_or("not negotiated".to_string(), |io| {
             format!("{}/{}", io.ird, io.ord)
         });
-        format!(
-            "MPA revision {revision}, CRC {}, markers {}/{} (tx/rx), IRD/ORD {ird_ord}, MULPDU {}",
-            on_off(info.framing.crc),
-            on_off(info.framing.send_markers),
-            on_off(info.framing.receive_markers),
-            info.mulpdu,
-        )
-    }
+    let rtr = mpa.and_then(|m| m.rtr).map_or(String::new(), |r| {
+        format!(", peer-to-peer with a {r:?} RTR")
+    });
+    let framing = info.framing_params();
+    format!(
+        "MPA revision {revision}, CRC {}, markers {}/{} (tx/rx), IRD/ORD {ird_ord}{rtr}, MULPDU {}",
+        on_off(framing.crc),
+        on_off(framing.send_markers),
+        on_off(framing.receive_markers),
+        info.mulpdu,
+    )
 }
 
 fn on_off(b: bool) -> &'static str {

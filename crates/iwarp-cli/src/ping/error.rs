@@ -72,12 +72,16 @@ pub enum PingError {
         source: io::Error,
     },
     /// The server answered the MPA Request with a rejection.
-    #[error("{addr} rejected the connection{}", describe_reject(.private_data))]
+    #[error("{addr} rejected the connection{}{}", describe_reject(.private_data),
+            if *.asked_markers { MARKERS_HINT } else { "" })]
     Rejected {
         /// The server's address.
         addr: SocketAddr,
         /// Its private data (usually the reason).
         private_data: Vec<u8>,
+        /// Whether our Request asked for markers, the usual reason (Linux `siw` rejects
+        /// every such Request).
+        asked_markers: bool,
     },
     /// The MPA startup failed (a malformed or unacceptable frame, a timeout, the peer
     /// closed).
@@ -161,6 +165,11 @@ pub enum PingError {
     },
 }
 
+/// What a rejection of a Request with markers most likely means.
+const MARKERS_HINT: &str =
+    " (we asked for MPA markers, which it does not send; Linux siw supports none: \
+     leave out --markers)";
+
 fn describe_reject(private_data: &[u8]) -> String {
     let text = String::from_utf8_lossy(private_data);
     let text = text.trim_matches(|c: char| c == '\0' || c.is_whitespace());
@@ -172,10 +181,15 @@ fn describe_reject(private_data: &[u8]) -> String {
 }
 
 impl PingError {
-    /// Classifies a failure of `connect` or `accept` with `addr`.
-    pub fn startup(addr: SocketAddr, error: iwarp::Error) -> Self {
+    /// Classifies a failure of `connect` or `accept` with `addr`; `asked_markers`: our
+    /// Request asked the peer for markers.
+    pub fn startup(addr: SocketAddr, error: iwarp::Error, asked_markers: bool) -> Self {
         match error {
-            iwarp::Error::Rejected { private_data, .. } => Self::Rejected { addr, private_data },
+            iwarp::Error::Rejected { private_data, .. } => Self::Rejected {
+                addr,
+                private_data,
+                asked_markers,
+            },
             iwarp::Error::Refused(addr) => Self::Refused { addr },
             iwarp::Error::ConnectTimeout(addr) => Self::ConnectTimeout {
                 addr,
@@ -273,6 +287,7 @@ mod tests {
         let e = PingError::Rejected {
             addr,
             private_data: b"busy\0".to_vec(),
+            asked_markers: false,
         };
         assert_eq!(
             e.to_string(),
@@ -281,7 +296,19 @@ mod tests {
         let e = PingError::Rejected {
             addr,
             private_data: vec![1, 2, 3],
+            asked_markers: false,
         };
         assert_eq!(e.to_string(), "192.0.2.1:7174 rejected the connection");
+        // A Request with markers: the reason is almost certainly that, said in one line.
+        let e = PingError::Rejected {
+            addr,
+            private_data: vec![],
+            asked_markers: true,
+        };
+        let line = e.to_string();
+        assert!(
+            line.starts_with("192.0.2.1:7174 rejected the connection (we asked for MPA markers")
+        );
+        assert!(!line.contains('\n'));
     }
 }

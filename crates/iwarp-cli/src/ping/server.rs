@@ -98,7 +98,7 @@ async fn serve(cfg: &PingConfig, request: ConnectRequest) -> Result<()> {
     let qp = request
         .accept(options, &[])
         .await
-        .map_err(|e| PingError::startup(peer, e))?;
+        .map_err(|e| PingError::startup(peer, e, false))?;
     let ep = Endpoint::new(qp, buffers, Peer::Client, cfg.timeout);
     eprintln!("iwarp ping: client {peer} connected");
     log.debug(format_args!("connected: {}", ep.describe()));
@@ -227,7 +227,7 @@ impl Session<'_> {
             self.log
                 .debug(format_args!("growing the buffer to {len} octets"));
             self.sink = register(
-                &self.sink.pd(),
+                self.sink.pd(),
                 len,
                 Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             )?;

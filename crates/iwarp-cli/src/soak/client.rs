@@ -5,9 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use iwarp::{
-    connect, Access, CompletionStatus, MemoryRegion, ProtectionDomain, QpOptions, QueuePair,
-};
+use iwarp::{connect, Access, CompletionStatus, MemoryRegion, QpOptions, QueuePair};
 use tokio::sync::oneshot;
 
 use super::pattern::{self, Stream};
@@ -55,7 +53,7 @@ struct Regions {
 pub async fn connection(run: &Run, n: u32, counters: &Counters) -> Result<(), SoakError> {
     let max = run.max_size as usize;
     let depth = usize::from(run.depth.max(1));
-    let pd = ProtectionDomain::new();
+    let pd = crate::device().alloc_pd();
     let local = Access::LOCAL_WRITE;
     let ack_slot = HEADER_LEN + ack_len(max);
     let r = Arc::new(Regions {
@@ -63,7 +61,7 @@ pub async fn connection(run: &Run, n: u32, counters: &Counters) -> Result<(), So
         sink: pd.register(vec![0; depth * max], local | Access::REMOTE_WRITE)?,
         acks: pd.register(vec![0; (depth + 1) * ack_slot], local)?,
     });
-    let mut opts = QpOptions::new(pd);
+    let mut opts = QpOptions::new(&pd);
     for i in 0..=depth {
         opts = opts.post_recv(i as u64, r.acks.sge(i * ack_slot..(i + 1) * ack_slot)?);
     }
@@ -74,7 +72,7 @@ pub async fn connection(run: &Run, n: u32, counters: &Counters) -> Result<(), So
         depth: depth as u16,
     };
     let qp = connect(run.addr, &super::server::config(), opts, &hello.to_bytes()).await?;
-    let welcome = Welcome::parse(&qp.info().peer_private_data).ok_or_else(|| {
+    let welcome = Welcome::parse(qp.info().peer_private_data()).ok_or_else(|| {
         SoakError::Protocol("the server's private data is not a soak server's".into())
     })?;
     let mut source = vec![0u8; max];

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use iwarp::{
     Access, Completion, CompletionStatus, Config, ConnectRequest, ConnectionError, Listener,
-    MemoryRegion, ProtectionDomain, QpOptions, QueuePair,
+    MemoryRegion, QpOptions, QueuePair,
 };
 use serde::Serialize;
 
@@ -98,7 +98,7 @@ async fn connection(
     };
     let max = hello.max_size as usize;
     let depth = usize::from(hello.depth.max(1));
-    let pd = ProtectionDomain::new();
+    let pd = crate::device().alloc_pd();
     let local = Access::LOCAL_WRITE;
     let mut source = vec![0u8; max];
     pattern::fill(
@@ -112,7 +112,7 @@ async fn connection(
         ack: pd.register(vec![0; HEADER_LEN + ack_len(max)], Access::empty())?,
     };
     let slot = HEADER_LEN + max;
-    let mut opts = QpOptions::new(pd);
+    let mut opts = QpOptions::new(&pd);
     for i in 0..=depth {
         opts = opts.post_recv(i as u64, b.inbox.sge(i * slot..(i + 1) * slot)?);
     }

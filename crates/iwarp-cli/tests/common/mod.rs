@@ -5,8 +5,10 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
-use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,6 +25,11 @@ pub fn iwarp_command(args: &[&str]) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd
+}
+
+/// Starts `iwarp ARGS` as [`iwarp_command`] prepares it.
+pub fn spawn(args: &[&str]) -> Child {
+    iwarp_command(args).spawn().expect("spawn iwarp")
 }
 
 /// What a finished child printed, and how it ended.
@@ -67,6 +74,118 @@ pub fn output_bounded(mut child: Child, limit: Duration, what: &str) -> Output {
         status,
         stdout: out.join().expect("stdout reader"),
         stderr: err.join().expect("stderr reader"),
+    }
+}
+
+/// Stderr lines as they come, so that a server's address can be read while it runs.
+pub fn lines(stderr: ChildStderr) -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// A running `iwarp` server (`ping --server`, `cmatose`) on an ephemeral loopback port,
+/// found from its "listening on ADDR" line; killed when dropped.
+pub struct Server {
+    child: Option<Child>,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stdout: Option<thread::JoinHandle<String>>,
+    stderr: Receiver<String>,
+    seen: Vec<String>,
+    limit: Duration,
+}
+
+impl Server {
+    /// Runs `iwarp ARGS` and waits (at most `limit`, as every later wait) for it to
+    /// listen.
+    pub fn start(args: &[&str], limit: Duration) -> Self {
+        let mut child = spawn(args);
+        let stdout = drain(child.stdout.take().expect("stdout piped"));
+        let stderr = lines(child.stderr.take().expect("stderr piped"));
+        let mut server = Self {
+            child: Some(child),
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            stdout: Some(stdout),
+            stderr,
+            seen: Vec::new(),
+            limit,
+        };
+        let line = server.wait_for_line("listening on ");
+        let addr = line.rsplit(' ').next().unwrap_or_default();
+        server.addr = addr
+            .parse()
+            .unwrap_or_else(|e| panic!("bad address in `{line}`: {e}"));
+        server
+    }
+
+    /// Waits for a stderr line containing `needle`.
+    pub fn wait_for_line(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + self.limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "the server never said `{needle}`; it said:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    fn collect(&mut self, status: ExitStatus) -> Output {
+        let stdout = self
+            .stdout
+            .take()
+            .map(|h| h.join().expect("stdout reader"))
+            .unwrap_or_default();
+        self.seen.extend(self.stderr.try_iter());
+        Output {
+            status,
+            stdout,
+            stderr: self.seen.join("\n"),
+        }
+    }
+
+    /// Waits for the server to exit by itself.
+    pub fn finish(mut self) -> Output {
+        let mut child = self.child.take().expect("running");
+        let status = wait_bounded(&mut child, self.limit, "the iwarp server");
+        self.collect(status)
+    }
+
+    /// Stops a server that would run for ever; it must still be running.
+    pub fn stop(mut self) -> Output {
+        let mut child = self.child.take().expect("running");
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "the server exited by itself"
+        );
+        let _ = child.kill();
+        let status = child.wait().expect("wait");
+        self.collect(status)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 

@@ -279,6 +279,7 @@ impl SegmentHeader {
 
 /// Why a segment's header cannot be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HeaderError {
     /// Fewer octets than the header the T flag announces.
     #[error("DDP header: {0}")]

@@ -39,6 +39,7 @@ impl LlpError for FramingError {
 
 /// The transmit side of whichever framing a connection uses.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum AnyFramer {
     /// MPA FPDUs.
     Mpa(FpduTransmitter),
@@ -85,6 +86,7 @@ impl Framer for AnyFramer {
 
 /// The receive side of whichever framing a connection uses.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum AnyDeframer {
     /// MPA FPDUs.
     Mpa(FpduReceiver),

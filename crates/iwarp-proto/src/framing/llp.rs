@@ -15,6 +15,7 @@
 //= rfc6581#9
 //# The MPA error codes are extended by 0x05 local catastrophic error, 0x06 insufficient IRD
 //# resources and 0x07 no matching RTR model, which MUST be used for these errors.
+#[non_exhaustive]
 pub enum LlpErrorCode {
     /// TCP connection closed, terminated or lost (RFC 5044 §8 code 1).
     ConnectionLost = 0x01,

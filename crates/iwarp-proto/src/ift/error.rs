@@ -16,6 +16,7 @@ use crate::framing::{LlpError, LlpErrorCode};
 /// Why an IFT receiver stopped accepting frames. Once one is reported, the
 /// receiver passes nothing more on that half-connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IftRxError {
     /// header_size is larger than this receiver accepts.
     #[error("frame at stream offset {frame_offset} has header_size {header_size}, above the maximum of {max}")]

@@ -100,6 +100,7 @@ pub enum Phase {
 
 /// Why an octet string is not an acceptable Adaption Indication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IndicationError {
     /// Fewer than 64 octets.
     #[error("an adaption indication is 64 octets, got {len}")]

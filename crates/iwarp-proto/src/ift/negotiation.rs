@@ -178,6 +178,7 @@ impl IftConfig {
 
 /// Why the negotiation failed. The connection is to be closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NegotiationError {
     /// The peer's indication is malformed or incompatible.
     #[error("peer's adaption indication: {0}")]
@@ -331,6 +332,7 @@ pub fn settle(ours: &IftConfig, peer: &Indication) -> Result<IftParams, Negotiat
 
 /// Where a negotiation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status {
     /// Waiting for the peer's indication.
     Negotiating,

@@ -3,6 +3,7 @@
 /// Why an access through an STag was refused, in the order of the checks
 /// of RFC 5041 §7.1 (tagged) and RFC 5040 §7 (access rights).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum AccessViolation {
     /// No region has this STag, its key does not match, or it was
     /// invalidated or deregistered (RFC 5041 §7.1 tagged check 1).
@@ -30,6 +31,7 @@ pub enum AccessViolation {
 
 /// Why a region could not be registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// The range given does not lie inside the buffer.
     #[error("region range lies outside its buffer")]

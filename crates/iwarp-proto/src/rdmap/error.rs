@@ -6,6 +6,7 @@ use crate::framing::LlpErrorCode;
 
 /// An RDMAP-layer error: error type and code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum RdmapError {
     /// Type 0: local catastrophic error.
     #[error("local catastrophic error")]
@@ -65,6 +66,7 @@ impl RdmapError {
 /// Remote protection error codes (type 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum ProtectionError {
     /// 0x00: invalid STag.
     #[error("invalid STag")]
@@ -92,6 +94,7 @@ pub enum ProtectionError {
 /// Remote operation error codes (type 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum OperationError {
     /// 0x05: invalid RDMAP version.
     #[error("invalid RDMAP version")]

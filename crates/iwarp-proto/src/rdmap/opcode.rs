@@ -13,6 +13,7 @@ pub const QN_TERMINATE: u32 = 2;
 /// An RDMAP message type (RFC 5040 §4.3). Codes 8 to 15 are reserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum Opcode {
     /// RDMA Write, tagged.
     RdmaWrite = 0,

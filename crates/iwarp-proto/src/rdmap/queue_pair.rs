@@ -212,6 +212,12 @@ impl QueuePair {
         self.events.pop_front()
     }
 
+    /// Whether a completion or an event is waiting.
+    #[inline]
+    pub fn has_output(&self) -> bool {
+        !self.completions.is_empty() || !self.events.is_empty()
+    }
+
     pub(super) fn set_state(&mut self, s: QpState) {
         if self.state != s {
             self.state = s;

@@ -19,6 +19,7 @@ pub struct Transmit {
 
 /// The payload of a [`Transmit`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum TxPayload {
     /// No payload (a zero-length message).
     None,

@@ -69,6 +69,7 @@ impl QueuePairConfig {
 
 /// Why a work request was not accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PostError {
     /// The queue is full.
     #[error("queue full")]
@@ -88,6 +89,7 @@ pub enum PostError {
 
 /// What a completed work request was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CompletionOpcode {
     /// A Send of any kind.
     Send,
@@ -101,6 +103,7 @@ pub enum CompletionOpcode {
 
 /// How a work request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CompletionStatus {
     /// Done.
     Success,
@@ -140,6 +143,7 @@ pub struct Completion {
 
 /// The states of a queue pair (RFC 5040 §6, after verbs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum QpState {
     /// Ready to send and receive.
     ReadyToSend,
@@ -155,6 +159,7 @@ pub enum QpState {
 
 /// Something the runtime or the user should know about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// The queue pair changed state.
     StateChanged(QpState),

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod conn;
+
 use std::sync::Arc;
 
 use iwarp_proto::framing::UlpduSink;

@@ -1,68 +1,53 @@
-//! One connection in full operation: the socket, the MPA framing state and
-//! the RDMAP engine, driven by a reader task and a writer task.
+//! One connection in full operation: the socket, and the sans-IO
+//! [`Connection`] of `iwarp-proto` driven by a reader task and a writer
+//! task.
 //!
-//! The engine and the framing state sit behind one mutex that is never
-//! held across an `.await`. Whoever touches the engine (a user posting
-//! work, the reader after feeding octets, the writer when the socket
-//! drains) also flushes what the engine wants to send, with non-blocking
-//! vectored writes, and moves finished work into the completion queues.
-//! So a post is written in the caller's own context, with no task switch,
-//! and a Read Response goes out as soon as the reader has taken the
-//! request. The writer task only steps in when the socket is full.
+//! The protocol rules of a running connection (rule 4's hold, the RTR,
+//! completions held while a batch is partly written, errors to
+//! Terminates, FIN and half close, the timers' verdicts) live in the
+//! `Connection`; this module carries out what it asks for with tokio:
+//! reads, vectored writes, `shutdown`, wakers and timers.
+//!
+//! The `Connection` sits behind one mutex that is never held across an
+//! `.await`. Whoever touches it (a user posting work, the reader after
+//! feeding octets, the writer when the socket drains) also writes what it
+//! wants to send, with non-blocking vectored writes, and moves finished
+//! work into the completion queues. So a post is written in the caller's
+//! own context, with no task switch, and a Read Response goes out as soon
+//! as the reader has taken the request. The writer task only steps in
+//! when the socket is full.
 
 mod rx;
-mod tx;
 
 use std::collections::HashMap;
+use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use socket2::SockRef;
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 
-use iwarp_proto::framing::{AnyDeframer, AnyFramer, Deframer, FramingError, LlpErrorCode};
-use iwarp_proto::rdmap::{
-    self, Completion, CompletionOpcode, CompletionStatus, Event, ProtocolError, QpState, Sge,
-    TerminateMessage,
-};
+use iwarp_proto::connection::{Connection, ConnectionConfig, Event, LossReason};
+use iwarp_proto::framing::Deframer;
+use iwarp_proto::memory::MemoryTable;
+use iwarp_proto::rdmap::{Completion, CompletionOpcode, QpState, Sge};
 
 use crate::cq::CompletionQueue;
+use crate::error::Error;
 use crate::info::ConnectionInfo;
 
-pub(crate) use rx::RxEnd;
-use rx::RxPath;
-use tx::{Flush, TxPath};
+pub use iwarp_proto::connection::ConnectionError;
 
-/// Work request ids with this bit set belong to the runtime (convenience
-/// calls and the peer-to-peer RTR message).
+use rx::{ReadStep, RxPath};
+
+/// Work request ids with this bit set belong to the runtime (the
+/// convenience calls that wait for their own completion).
 pub(crate) const INTERNAL_WR: u64 = 1 << 63;
 
 /// Reads per lock hold before the reader lets others in.
 const READS_PER_TURN: usize = 16;
-
-/// Why a connection stopped moving data.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConnectionError {
-    /// The peer terminated the stream with this Terminate message.
-    #[error("peer terminated the stream: {0:?}")]
-    TerminateReceived(TerminateMessage),
-    /// This end found an error and terminated the stream.
-    #[error("terminated the stream: {0}")]
-    TerminateSent(ProtocolError),
-    /// The framing layer (MPA or IFT) found the received stream invalid.
-    #[error("{0}")]
-    Framing(FramingError),
-    /// The TCP connection failed or ended in the middle of an FPDU.
-    #[error("connection lost: {0}")]
-    Lost(String),
-    /// The peer closed the connection.
-    #[error("peer closed the connection")]
-    PeerClosed,
-    /// This end closed or dropped the connection.
-    #[error("connection closed locally")]
-    LocallyClosed,
-}
 
 /// The state the user handles and the two tasks share.
 #[derive(Debug)]
@@ -79,118 +64,65 @@ pub(crate) struct Shared {
     pub(crate) info: ConnectionInfo,
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
-    idle_timeout: Option<std::time::Duration>,
-    /// How long a graceful close waits for the peer.
-    pub(crate) disconnect_timeout: std::time::Duration,
 }
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub(crate) qp: rdmap::QueuePair,
-    tx: TxPath,
+    pub(crate) conn: Connection,
     rx: RxPath,
     waiters: HashMap<u64, oneshot::Sender<Completion>>,
     next_internal: u64,
-    /// The first reason the connection stopped, for the user.
-    pub(crate) error: Option<ConnectionError>,
-    /// After the pending octets: send FIN (graceful close) or close both
-    /// ways (a Terminate was sent or received).
-    fin_after_flush: bool,
-    close_after_flush: bool,
-    write_closed: bool,
-    reader_done: bool,
-    writer_done: bool,
-    /// Every user handle is gone.
-    abandoned: bool,
-    /// This end asked for the graceful close.
-    closing_locally: bool,
-    /// Send-queue completions waiting for a partly written batch.
-    held: std::collections::VecDeque<Completion>,
+    /// When the connection started: the instant given for input when no
+    /// idle timer needs a fresh one.
+    started: Instant,
 }
 
 /// How the connection was set up, for [`Shared::start`].
 #[derive(Debug)]
 pub(crate) struct Startup<'a> {
     pub(crate) stream: TcpStream,
-    pub(crate) engine: rdmap::QueuePairConfig,
+    /// The STag table of the queue pair's device.
+    pub(crate) table: Arc<MemoryTable>,
+    pub(crate) config: ConnectionConfig,
     pub(crate) info: ConnectionInfo,
-    /// Octets read past the startup frames: the first FPDUs.
+    /// Octets read past the startup frames: the first PDUs.
     pub(crate) leftover: &'a [u8],
-    /// The framing layer, set up as the startup settled it.
-    pub(crate) framer: AnyFramer,
-    pub(crate) deframer: AnyDeframer,
-    /// This end may send nothing before it has received a PDU
-    /// (RFC 5044 §7.1.2 rule 4).
-    pub(crate) hold_until_received: bool,
-    /// The zero-length RTR message to send first (RFC 6581).
-    pub(crate) rtr: Option<iwarp_proto::mpa::startup::RtrType>,
     pub(crate) send_cq: CompletionQueue,
     pub(crate) recv_cq: CompletionQueue,
     /// Receives to post before anything is received.
     pub(crate) initial_recvs: Vec<(u64, Sge)>,
-    /// Nothing received for this long: the connection is lost.
-    pub(crate) idle_timeout: Option<std::time::Duration>,
-    pub(crate) disconnect_timeout: std::time::Duration,
 }
 
 impl Shared {
-    /// Starts full operation: builds the engine and spawns the tasks.
-    pub(crate) fn start(s: Startup<'_>) -> std::io::Result<Arc<Self>> {
+    /// Starts full operation: builds the connection and spawns the tasks.
+    pub(crate) fn start(s: Startup<'_>) -> Result<Arc<Self>, Error> {
         let peer = s.stream.peer_addr()?;
         let local = s.stream.local_addr()?;
-        let mut qp = rdmap::QueuePair::new(s.engine, crate::memory::table().clone());
+        let started = Instant::now();
+        let mut conn = Connection::new(s.config, s.table, started).map_err(Error::Rtr)?;
         for (wr_id, sge) in s.initial_recvs {
-            qp.post_recv(wr_id, sge)
-                .map_err(|e| std::io::Error::other(format!("initial receive {wr_id}: {e}")))?;
+            conn.post_recv(wr_id, sge)
+                .map_err(|error| Error::InitialReceive { wr_id, error })?;
         }
-        let mut next_internal = INTERNAL_WR;
-        if let Some(rtr) = s.rtr {
-            use iwarp_proto::mpa::startup::RtrType;
-            let empty = Sge {
-                stag: Default::default(),
-                to: 0,
-                len: 0,
-            };
-            let wr = next_internal;
-            next_internal += 1;
-            // RFC 6581 §4: the RTR is the initiator's first FPDU. Zero-length
-            // messages name no buffer, so STag 0 is never checked.
-            let posted = match rtr {
-                RtrType::Write => qp.rdma_write(wr, empty, Default::default(), 0),
-                RtrType::Read => qp.rdma_read(wr, empty, Default::default(), 0),
-                RtrType::Send => qp.post_send(wr, empty, Default::default()),
-            };
-            if let Err(e) = posted {
-                return Err(std::io::Error::other(format!("RTR not accepted: {e}")));
-            }
-        }
+        let rx = RxPath::new(conn.verifies_first(), s.leftover);
+        let mut info = s.info;
+        info.mulpdu = conn.qp().mulpdu();
         let shared = Arc::new(Self {
             inner: Mutex::new(Inner {
-                qp,
-                tx: TxPath::new(s.framer, s.hold_until_received, s.info.emss),
-                rx: RxPath::new(s.deframer, s.leftover),
+                conn,
+                rx,
                 waiters: HashMap::new(),
-                next_internal,
-                error: None,
-                fin_after_flush: false,
-                close_after_flush: false,
-                write_closed: false,
-                reader_done: false,
-                writer_done: false,
-                abandoned: false,
-                closing_locally: false,
-                held: std::collections::VecDeque::with_capacity(64),
+                next_internal: INTERNAL_WR,
+                started,
             }),
             stream: s.stream,
             tx_wake: Notify::new(),
             done: Notify::new(),
             send_cq: s.send_cq,
             recv_cq: s.recv_cq,
-            info: s.info,
+            info,
             peer,
             local,
-            idle_timeout: s.idle_timeout,
-            disconnect_timeout: s.disconnect_timeout,
         });
         tokio::spawn(reader(shared.clone()));
         tokio::spawn(writer(shared.clone()));
@@ -201,8 +133,8 @@ impl Shared {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` on the engine, then sends what it queued and delivers what
-    /// it completed.
+    /// Runs `f` on the connection, then sends what it queued and delivers
+    /// what it completed.
     pub(crate) fn with_engine<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.lock();
         let r = f(&mut inner);
@@ -228,98 +160,60 @@ impl Shared {
         }
     }
 
-    /// Flushes, delivers completions, reacts to events. Returns true when
-    /// the socket is full with octets still to write. Only the writer task
-    /// may ignore that: anyone else must hand over to it (waking it from
-    /// its own flush would make it spin).
+    /// Writes what the connection has to send and acts on its events.
+    /// Returns true when the socket is full with octets still to write.
+    /// Only the writer task may ignore that: anyone else must hand over to
+    /// it (waking it from its own flush would make it spin).
     fn after_engine(&self, inner: &mut Inner) -> bool {
+        let conn = &mut inner.conn;
         let mut blocked = false;
-        if !inner.write_closed {
-            match inner.tx.flush(&mut inner.qp, &self.stream) {
-                Flush::Idle => {}
-                Flush::Blocked => blocked = true,
-                Flush::Failed(e) => {
-                    inner.note(ConnectionError::Lost(e.to_string()));
-                    inner.qp.handle_llp_error(LlpErrorCode::ConnectionLost);
-                    self.close_socket(inner);
+        loop {
+            if conn.wants_emss() {
+                conn.handle_emss(crate::socket::emss(&self.stream));
+            }
+            let Some(written) = conn.poll_transmit(|iov| self.stream.try_write_vectored(iov))
+            else {
+                break;
+            };
+            match written {
+                Ok(0) => {
+                    conn.handle_write_error(LossReason::from_io(&io::ErrorKind::WriteZero.into()))
                 }
+                Ok(n) => conn.handle_written(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    blocked = true;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => conn.handle_write_error(LossReason::from_io(&e)),
             }
         }
-        self.drain(inner);
-        if !inner.tx.is_pending() && !inner.write_closed {
-            if inner.close_after_flush {
-                self.close_socket(inner);
-            } else if inner.fin_after_flush {
-                let _ = SockRef::from(&self.stream).shutdown(Shutdown::Write);
-                inner.write_closed = true;
-                self.tx_wake.notify_one();
+        while let Some(event) = inner.conn.poll_event() {
+            match event {
+                Event::Completion(c) => self.deliver(inner, c),
+                Event::SendFin => {
+                    let _ = SockRef::from(&self.stream).shutdown(Shutdown::Write);
+                    self.tx_wake.notify_one();
+                }
+                Event::Close => {
+                    let _ = SockRef::from(&self.stream).shutdown(Shutdown::Both);
+                    self.tx_wake.notify_one();
+                }
+                Event::Finished => {
+                    // Nothing can complete any more: those waiting for a
+                    // completion learn that the connection ended.
+                    inner.waiters.clear();
+                    self.tx_wake.notify_one();
+                    self.done.notify_waiters();
+                }
+                _ => {}
             }
         }
         blocked
     }
 
-    //= rfc5041#3
-    //# For a specific LLP Connection, when all LLP Streams are either gracefully torn down or
-    //# are labeled as erroneous LLP streams, the LLP Connection MUST be torn down.
-    fn close_socket(&self, inner: &mut Inner) {
-        let _ = SockRef::from(&self.stream).shutdown(Shutdown::Both);
-        inner.write_closed = true;
-        self.tx_wake.notify_one();
-    }
-
-    /// Moves completions to the queues (once their data is written) and
-    /// handles the engine's events.
-    fn drain(&self, inner: &mut Inner) {
-        while let Some(event) = inner.qp.poll_event() {
-            match event {
-                Event::TerminateSent(_) => inner.close_after_flush = true,
-                Event::TerminateReceived(m) => {
-                    inner.note(ConnectionError::TerminateReceived(m));
-                    inner.close_after_flush = true;
-                }
-                Event::LocalError(e) => inner.note(ConnectionError::TerminateSent(e)),
-                Event::ReadyToClose => inner.fin_after_flush = true,
-                Event::StateChanged(_) => {}
-            }
-        }
-        // A batch still partly unwritten once the write side is closed
-        // never will be: hold nothing back for it.
-        let unwritten = inner.tx.is_pending();
-        let holding = unwritten && !inner.write_closed;
-        if !holding {
-            // Completions held while a batch was being written go first,
-            // in their order.
-            while let Some(c) = inner.held.pop_front() {
-                self.deliver(inner, c, unwritten);
-            }
-        }
-        while let Some(c) = inner.qp.poll_completion() {
-            // RFC 5041 §5.4 via the engine: a send-queue request completes
-            // when the LLP has its last segment; while a batch is partly
-            // written ours may not have it yet, so send-queue completions
-            // wait (all of them, Reads too: they complete in posting
-            // order). Receives owe nothing to the batch and go at once.
-            if holding && c.opcode != CompletionOpcode::Recv {
-                inner.held.push_back(c);
-            } else {
-                self.deliver(inner, c, unwritten);
-            }
-        }
-    }
-
     /// Hands one completion to its waiter or queue.
-    fn deliver(&self, inner: &mut Inner, mut c: Completion, unwritten: bool) {
-        if unwritten
-            && c.status == CompletionStatus::Success
-            && matches!(
-                c.opcode,
-                CompletionOpcode::Send | CompletionOpcode::RdmaWrite
-            )
-        {
-            // The engine completed it when it handed out the last segment,
-            // which may be in the batch that never went out.
-            c.status = CompletionStatus::FatalError;
-        }
+    fn deliver(&self, inner: &mut Inner, c: Completion) {
         if c.wr_id & INTERNAL_WR != 0 {
             if let Some(waiter) = inner.waiters.remove(&c.wr_id) {
                 let _ = waiter.send(c);
@@ -332,15 +226,12 @@ impl Shared {
         }
     }
 
-    /// Waits until both tasks have ended.
+    /// Waits until the connection has ended.
     pub(crate) async fn closed(&self) {
         loop {
             let notified = self.done.notified();
-            {
-                let inner = self.lock();
-                if inner.reader_done && inner.writer_done {
-                    return;
-                }
+            if self.lock().conn.is_finished() {
+                return;
             }
             notified.await;
         }
@@ -348,177 +239,141 @@ impl Shared {
 
     /// Every user handle was dropped: close the connection.
     pub(crate) fn abandon(&self) {
-        let mut inner = self.lock();
-        inner.abandoned = true;
-        inner.note(ConnectionError::LocallyClosed);
-        inner.qp.handle_llp_error(LlpErrorCode::ConnectionLost);
-        self.close_socket(&mut inner);
-        self.drain(&mut inner);
+        self.with_engine(|inner| inner.conn.abort());
     }
 
-    /// Starts a graceful close.
-    pub(crate) fn close(&self) {
-        self.with_engine(|inner| {
-            inner.closing_locally = true;
-            inner.qp.close();
-        });
-    }
-
-    fn task_done(&self, inner: &mut Inner, reader: bool) {
-        if reader {
-            inner.reader_done = true;
-        } else {
-            inner.writer_done = true;
-        }
-        self.tx_wake.notify_one();
-        if inner.reader_done && inner.writer_done {
-            // Nothing more can be sent or received: close, so that the
-            // peer is not left waiting on a half-open connection (it
-            // closed first, the connection was lost or timed out, or a
-            // held Terminate could never go out).
-            if !inner.write_closed {
-                self.close_socket(inner);
+    /// Starts a graceful close, and waits until it is done or its timeout
+    /// (the connection's disconnect timeout) has turned it into an
+    /// abortive one.
+    pub(crate) async fn disconnect(&self) {
+        self.with_engine(|inner| inner.conn.close_gracefully(Instant::now()));
+        loop {
+            let notified = self.done.notified();
+            let deadline = {
+                let inner = self.lock();
+                if inner.conn.is_finished() {
+                    return;
+                }
+                inner.conn.next_timeout()
+            };
+            match deadline {
+                Some(d) => {
+                    let d = tokio::time::Instant::from_std(d);
+                    if tokio::time::timeout_at(d, notified).await.is_err() {
+                        self.with_engine(|inner| inner.conn.handle_timeout(Instant::now()));
+                    }
+                }
+                None => notified.await,
             }
-            // The engine learns that the stream is closed: a Terminate
-            // still waiting (held by rule 4) will never be sent, and the
-            // state moves on from Terminate to Error.
-            inner.qp.handle_llp_closed();
-            // Nothing can complete any more: what is left is flushed.
-            self.drain(inner);
-            for (_, w) in inner.waiters.drain() {
-                drop(w);
-            }
-            self.done.notify_waiters();
         }
     }
 
     pub(crate) fn state(&self) -> QpState {
-        self.lock().qp.state()
+        self.lock().conn.state()
     }
 }
 
 impl Inner {
-    /// Records the first reason the connection stopped.
-    fn note(&mut self, e: ConnectionError) {
-        if self.error.is_none() {
-            self.error = Some(e);
-        }
-    }
-
     pub(crate) fn debug_state(&self) -> String {
+        let c = &self.conn;
         format!(
-            "qp {:?}; tx pending {} ; rx at boundary {} offset {} ; reader_done {} writer_done {} write_closed {} fin {} close {} err {:?}",
-            self.qp.state(),
-            self.tx.is_pending(),
-            self.rx.deframer.at_boundary(),
-            self.rx.deframer.offset(),
-            self.reader_done,
-            self.writer_done,
-            self.write_closed,
-            self.fin_after_flush,
-            self.close_after_flush,
-            self.error
+            "qp {:?}; tx pending {} held {}; rx at boundary {} offset {} wants input {}; write closed {} finished {} err {:?}",
+            c.state(),
+            c.is_transmit_pending(),
+            c.is_held(),
+            c.deframer().at_boundary(),
+            c.deframer().offset(),
+            c.wants_input(),
+            c.is_write_closed(),
+            c.is_finished(),
+            c.error()
         )
     }
 
     /// The MULPDU in force and the EMSS it follows.
     pub(crate) fn mulpdu(&self) -> (usize, usize) {
-        (self.qp.mulpdu(), self.tx.emss)
+        (self.conn.qp().mulpdu(), self.conn.emss())
     }
 
     /// Octets written and read, and payload octets placed directly.
     pub(crate) fn octets(&self) -> (u64, u64, u64) {
-        (self.tx.octets, self.rx.octets, self.rx.direct_octets)
+        (
+            self.conn.octets_written(),
+            self.rx.octets,
+            self.rx.direct_octets,
+        )
     }
 }
 
-/// The reader task: socket → MPA → engine, until the stream ends.
+/// The reader task: socket → connection, until the connection stops
+/// reading.
 async fn reader(shared: Arc<Shared>) {
-    let end = loop {
-        let step = {
+    loop {
+        let (step, deadline) = {
             let mut guard = shared.lock();
             let inner = &mut *guard;
-            let r = read_turn(inner, &shared.stream);
+            let step = read_turn(inner, &shared.stream);
             shared.after_engine_handoff(inner);
-            r
+            // The connection says when reading is over.
+            let step = match step {
+                _ if !inner.conn.wants_input() => ReadStep::Done,
+                ReadStep::Done => ReadStep::More,
+                step => step,
+            };
+            (step, inner.conn.next_timeout())
         };
         match step {
-            Ok(true) => tokio::task::yield_now().await,
-            Ok(false) => {
+            ReadStep::More => tokio::task::yield_now().await,
+            ReadStep::Done => break,
+            ReadStep::Empty => {
                 let readable = shared.stream.readable();
-                let ready = match shared.idle_timeout {
-                    Some(idle) => match tokio::time::timeout(idle, readable).await {
-                        Ok(r) => r,
-                        Err(_) => {
-                            break RxEnd::Lost(Some(std::io::Error::new(
-                                std::io::ErrorKind::TimedOut,
-                                "nothing received within the idle timeout",
-                            )))
+                let ready = match deadline {
+                    Some(d) => {
+                        let d = tokio::time::Instant::from_std(d);
+                        match tokio::time::timeout_at(d, readable).await {
+                            Ok(r) => r,
+                            Err(_) => {
+                                shared
+                                    .with_engine(|inner| inner.conn.handle_timeout(Instant::now()));
+                                continue;
+                            }
                         }
-                    },
+                    }
                     None => readable.await,
                 };
                 if let Err(e) = ready {
-                    break RxEnd::Lost(Some(e));
+                    shared
+                        .with_engine(|inner| inner.conn.handle_read_error(LossReason::from_io(&e)));
                 }
             }
-            Err(end) => break end,
         }
+    }
+}
+
+/// Feeds staged octets and reads more, a few times.
+fn read_turn(inner: &mut Inner, stream: &TcpStream) -> ReadStep {
+    // Only an idle timer needs to know when octets arrived: without one,
+    // the clock is not read for every turn.
+    let now = match inner.conn.idle_timeout() {
+        Some(_) => Instant::now(),
+        None => inner.started,
     };
-    let mut guard = shared.lock();
-    let inner = &mut *guard;
-    match &end {
-        RxEnd::Closed => {
-            inner.note(if inner.closing_locally {
-                ConnectionError::LocallyClosed
-            } else {
-                ConnectionError::PeerClosed
-            });
-            inner.qp.handle_llp_closed();
-        }
-        RxEnd::Lost(e) => {
-            let what = e
-                .as_ref()
-                .map_or("ended inside an FPDU".to_string(), |e| e.to_string());
-            inner.note(ConnectionError::Lost(what));
-        }
-        RxEnd::Framing(e) => inner.note(ConnectionError::Framing(*e)),
-        RxEnd::Engine => {}
-    }
-    if let Some(code) = end.llp_code() {
-        inner.qp.handle_llp_error(code);
-    }
-    shared.after_engine_handoff(inner);
-    shared.task_done(inner, true);
-}
-
-/// Feeds staged octets and reads more, a few times. `Ok(true)`: there may
-/// be more to read at once; `Ok(false)`: the socket is empty.
-fn read_turn(inner: &mut Inner, stream: &TcpStream) -> Result<bool, RxEnd> {
     for _ in 0..READS_PER_TURN {
-        feed(inner)?;
-        if !inner.rx.read(&mut inner.qp, stream)? {
-            return Ok(false);
+        inner.rx.feed(&mut inner.conn, now);
+        if !inner.conn.wants_input() {
+            return ReadStep::Done;
+        }
+        match inner.rx.read(&mut inner.conn, stream, now) {
+            ReadStep::More => {}
+            other => return other,
         }
     }
-    feed(inner)?;
-    Ok(true)
-}
-
-/// Feeds the staged octets, and lifts the responder's hold once the
-/// framing layer has validated a PDU (RFC 5044 §7.1.2 rule 4). The hold
-/// is lifted even when the engine refused that PDU's contents: the
-/// Terminate it queued must go out, and the framing did validate the PDU.
-fn feed(inner: &mut Inner) -> Result<(), RxEnd> {
-    let fed = inner.rx.feed_staged(&mut inner.qp);
-    if inner.tx.is_held() && inner.rx.deframer.pdus_received() > 0 {
-        inner.tx.release();
-    }
-    fed
+    inner.rx.feed(&mut inner.conn, now);
+    ReadStep::More
 }
 
 /// The writer task: waits for the socket to drain when a write could not
-/// finish, and closes the write side when the connection ends.
+/// finish, and ends once the write side is closed.
 async fn writer(shared: Arc<Shared>) {
     loop {
         let notified = shared.tx_wake.notified();
@@ -530,22 +385,24 @@ async fn writer(shared: Arc<Shared>) {
             // The writer's own flush: a full socket is what it waits for
             // below, so no hand-over.
             shared.after_engine(inner);
-            let finished = inner.write_closed || (inner.reader_done && !inner.tx.is_pending());
-            (inner.tx.is_pending(), finished)
+            (
+                inner.conn.is_transmit_pending(),
+                inner.conn.is_write_closed(),
+            )
         };
         if finished {
             break;
         }
         if pending {
             tokio::select! {
-                r = shared.stream.writable() => if r.is_err() { break },
+                r = shared.stream.writable() => if let Err(e) = r {
+                    shared.with_engine(|inner| inner.conn.handle_write_error(LossReason::from_io(&e)));
+                    break;
+                },
                 _ = &mut notified => {}
             }
         } else {
             notified.await;
         }
     }
-    let mut guard = shared.lock();
-    let inner = &mut *guard;
-    shared.task_done(inner, false);
 }

@@ -1,34 +1,30 @@
-//! The receive path: octets from the socket into the engine, payload
-//! straight into registered memory when it is worth it.
+//! The receive path's I/O: reads from the socket into the staging buffer
+//! or straight into registered memory, whichever pays.
 //!
 //! Two kinds of reads (see DESIGN.md, "Receive path"):
 //!
-//! - **staged**: into the connection's staging buffer; the MPA receiver
-//!   and the engine then take the octets from there, copying payload into
-//!   place. Used for headers, small FPDUs and whatever follows a direct
-//!   read.
-//! - **direct**: when the current FPDU still has at least
-//!   [`DIRECT_MIN`] payload octets to come and the engine has validated its
-//!   header, one vectored read puts them straight into the target region,
-//!   markers into a scratch array, and a short tail (the CRC and the next
-//!   headers) into the staging buffer. The framing layer then folds the
-//!   placed octets into its CRC.
+//! - **staged**: into the connection's staging buffer, whose octets then
+//!   go to [`Connection::handle_input`], which copies payload into place.
+//!   Used for headers, small FPDUs and whatever follows a direct read.
+//! - **direct**: when the current FPDU still has at least [`DIRECT_MIN`]
+//!   payload octets to come and DDP has validated its header, one
+//!   vectored read ([`Connection::read_direct`]) puts them straight into
+//!   the target region, markers into a scratch array, and a short tail
+//!   (the CRC and the next headers) into the staging buffer.
 //!
 //! With verify-before-place (`Placement::Verified`, RFC 5044 §6) every
-//! read is staged: the MPA receiver takes whole FPDUs only, so an FPDU
+//! read is staged: the connection takes whole FPDUs only, so an FPDU
 //! still incomplete stays staged, moved to the front, and the next read
 //! asks for the rest of it and the next FPDU's headers.
 
-use std::io::{self, IoSliceMut};
+use std::io;
+use std::time::Instant;
 
-use arrayvec::ArrayVec;
 use tokio::net::TcpStream;
 
-use iwarp_proto::framing::{
-    AnyDeframer, Deframer, FeedError, FramingError, LlpError, LlpErrorCode, Span,
-};
-use iwarp_proto::mpa::{Placement, MAX_FPDU_WIRE_LEN};
-use iwarp_proto::rdmap::QueuePair;
+use iwarp_proto::connection::{Connection, LossReason};
+use iwarp_proto::framing::{AnyDeframer, Deframer};
+use iwarp_proto::mpa::MAX_FPDU_WIRE_LEN;
 
 /// Octets of staging buffer per connection.
 pub(crate) const STAGING_LEN: usize = 64 * 1024;
@@ -42,42 +38,27 @@ pub(crate) const DIRECT_MIN: usize = 2048;
 /// 64 KiB RDMA Writes, 4 KiB gave 3.6 to 3.8 (16 KiB: 3.7 to 3.9, copying
 /// more), while staged reads alone gave 3.7 to 3.8 with every octet copied.
 const TAIL_LEN: usize = 4096;
-/// Markers one direct read can cover: 64 KiB of payload at most.
-const MAX_MARKERS: usize = 130;
 
-/// Why reading stopped.
-#[derive(Debug)]
-pub(crate) enum RxEnd {
-    /// The peer closed its half of the connection between FPDUs.
-    Closed,
-    /// The connection ended in the middle of an FPDU, or failed.
-    Lost(Option<io::Error>),
-    /// The framing layer found the stream invalid (CRC, marker, …).
-    Framing(FramingError),
-    /// The engine refused a segment (it has queued a Terminate).
-    Engine,
+/// What one read, or one turn of reads, achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadStep {
+    /// Octets came in: there may be more at once.
+    More,
+    /// The socket is empty: wait until it is readable.
+    Empty,
+    /// The connection reads no more (the stream ended, failed or stopped).
+    Done,
 }
 
-impl RxEnd {
-    /// The LLP code to report to the engine, if the engine does not know
-    /// about this end yet.
-    pub(crate) fn llp_code(&self) -> Option<LlpErrorCode> {
-        match self {
-            Self::Closed | Self::Engine => None,
-            Self::Lost(_) => Some(LlpErrorCode::ConnectionLost),
-            Self::Framing(e) => Some(e.llp_code()),
-        }
-    }
-}
-
-/// The receive half of a connection's framing state and buffers.
+/// The staging buffer and the receive counters of a connection.
 #[derive(Debug)]
 pub(crate) struct RxPath {
-    pub(crate) deframer: AnyDeframer,
     staging: Box<[u8]>,
-    /// Staged octets not yet fed: `staging[start..end]`.
+    /// Staged octets not yet taken: `staging[start..end]`.
     start: usize,
     end: usize,
+    /// The connection verifies each FPDU before passing it on.
+    verified: bool,
     /// Octets received over the connection's life.
     pub(crate) octets: u64,
     /// Payload octets placed by direct reads.
@@ -87,10 +68,10 @@ pub(crate) struct RxPath {
 impl RxPath {
     /// A receive path whose first octets (already read while the startup
     /// frames were) are `initial`.
-    pub(crate) fn new(deframer: AnyDeframer, initial: &[u8]) -> Self {
+    pub(crate) fn new(verified: bool, initial: &[u8]) -> Self {
         // A verifying receiver needs room for the largest FPDU and what
         // follows it.
-        let len = if verifies_first(&deframer) {
+        let len = if verified {
             STAGING_LEN.max(MAX_FPDU_WIRE_LEN + TAIL_LEN)
         } else {
             STAGING_LEN
@@ -98,86 +79,83 @@ impl RxPath {
         let mut staging = vec![0u8; len.max(initial.len())].into_boxed_slice();
         staging[..initial.len()].copy_from_slice(initial);
         Self {
-            deframer,
             staging,
             start: 0,
             end: initial.len(),
+            verified,
             octets: 0,
             direct_octets: 0,
         }
     }
 
-    /// Feeds the staged octets to the deframer and the engine. What a
-    /// verifying receiver leaves (an incomplete FPDU) stays staged.
-    pub(crate) fn feed_staged(&mut self, qp: &mut QueuePair) -> Result<(), RxEnd> {
+    /// Passes the staged octets to the connection. What a verifying
+    /// receiver leaves (an incomplete FPDU) stays staged.
+    pub(crate) fn feed(&mut self, conn: &mut Connection, now: Instant) {
         // Called even with nothing staged: an IFT frame without a payload
         // CRC is complete with its last payload octet, which a direct read
         // may have placed; only the framing layer's next call reports it.
-        let input = &self.staging[self.start..self.end];
-        let result = self.deframer.receive(input, qp);
-        match result {
-            Ok(used) if self.start + used < self.end => self.start += used,
-            _ => {
-                self.start = 0;
-                self.end = 0;
-            }
-        }
-        match result {
-            Ok(_) => Ok(()),
-            Err(FeedError::Framing(f)) => Err(RxEnd::Framing(f)),
-            Err(FeedError::Sink(_)) => Err(RxEnd::Engine),
+        let used = conn.handle_input(now, &self.staging[self.start..self.end]);
+        if self.start + used < self.end {
+            self.start += used;
+        } else {
+            self.start = 0;
+            self.end = 0;
         }
     }
 
     /// Whether large FPDUs are arriving: the current or the previous one
     /// carries at least [`DIRECT_MIN`] octets. Two FPDUs of memory cover
     /// the short tail segment a large message ends with.
-    fn large_recently(&self) -> bool {
-        self.deframer
-            .payload_len()
-            .max(self.deframer.previous_payload_len())
-            >= DIRECT_MIN
+    fn large_recently(deframer: &AnyDeframer) -> bool {
+        deframer.payload_len().max(deframer.previous_payload_len()) >= DIRECT_MIN
     }
 
-    /// One non-blocking read from the socket, direct or staged. Returns
-    /// `Ok(false)` when the socket had nothing (would block).
-    pub(crate) fn read(&mut self, qp: &mut QueuePair, stream: &TcpStream) -> Result<bool, RxEnd> {
-        if verifies_first(&self.deframer) {
-            return self.read_verified(stream);
+    /// One non-blocking read from the socket, direct or staged.
+    pub(crate) fn read(
+        &mut self,
+        conn: &mut Connection,
+        stream: &TcpStream,
+        now: Instant,
+    ) -> ReadStep {
+        if self.verified {
+            return self.read_verified(conn, stream);
         }
         debug_assert_eq!(self.start, self.end);
-        let remaining = self.deframer.layout(usize::MAX).payload_len();
-        if remaining >= DIRECT_MIN && qp.placement_target().is_some() {
-            return self.read_direct(qp, stream, remaining);
+        let direct = conn.direct_payload();
+        if direct >= DIRECT_MIN {
+            return self.read_direct(conn, stream, now, direct);
         }
         // While large FPDUs arrive, read only up to just past the next
         // FPDU's headers, so that its payload can be read directly; a
         // stream of small FPDUs is read in large batches instead.
-        let want = if self.large_recently() {
+        let deframer = conn.deframer();
+        let want = if Self::large_recently(deframer) {
+            let remaining = deframer.layout(usize::MAX).payload_len();
             (remaining + 8 + TAIL_LEN).min(self.staging.len())
         } else {
             self.staging.len()
         };
         self.start = 0;
         self.end = 0;
-        self.staged_read(stream, want)
+        self.staged_read(conn, stream, want)
     }
 
     /// Reads at most `want` octets into the staging buffer after what is
     /// staged there.
-    fn staged_read(&mut self, stream: &TcpStream, want: usize) -> Result<bool, RxEnd> {
+    fn staged_read(&mut self, conn: &mut Connection, stream: &TcpStream, want: usize) -> ReadStep {
         let room = &mut self.staging[self.end..];
         let want = want.min(room.len());
         match stream.try_read(&mut room[..want]) {
-            Ok(0) => Err(self.eof()),
+            Ok(0) => {
+                conn.handle_eof();
+                ReadStep::Done
+            }
             Ok(n) => {
                 self.octets += n as u64;
                 self.end += n;
-                Ok(true)
+                ReadStep::More
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
-            Err(e) => Err(RxEnd::Lost(Some(e))),
+            Err(e) => read_error(conn, &e),
         }
     }
 
@@ -185,141 +163,62 @@ impl RxPath {
     /// it on: the incomplete FPDU left staged moves to the front, and the
     /// read asks for the rest of it plus the next FPDU's headers, so that
     /// what is left after the next feed stays short.
-    fn read_verified(&mut self, stream: &TcpStream) -> Result<bool, RxEnd> {
+    fn read_verified(&mut self, conn: &mut Connection, stream: &TcpStream) -> ReadStep {
         if self.start > 0 {
             self.staging.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
         }
-        let next = match &self.deframer {
+        let deframer = conn.deframer();
+        let next = match deframer {
             AnyDeframer::Mpa(r) => r.next_fpdu_len(&self.staging[..self.end]),
             _ => None,
         };
         let want = match next {
             Some(len) => len.saturating_sub(self.end) + TAIL_LEN,
-            None if self.large_recently() => TAIL_LEN,
+            None if Self::large_recently(deframer) => TAIL_LEN,
             None => self.staging.len(),
         };
-        self.staged_read(stream, want)
+        self.staged_read(conn, stream, want)
     }
 
-    fn eof(&self) -> RxEnd {
-        if self.deframer.at_boundary() && self.start == self.end {
-            RxEnd::Closed
-        } else {
-            RxEnd::Lost(None)
-        }
-    }
-
-    /// Reads up to `max` payload octets of the current FPDU straight into
-    /// the engine's placement target.
+    /// Reads payload of the current FPDU straight into its region, and a
+    /// short tail into the staging buffer.
     fn read_direct(
         &mut self,
-        qp: &mut QueuePair,
+        conn: &mut Connection,
         stream: &TcpStream,
+        now: Instant,
         max: usize,
-    ) -> Result<bool, RxEnd> {
-        let Self {
-            deframer,
-            staging,
-            start,
-            end,
-            ..
-        } = self;
-        let mut markers = [[0u8; 4]; MAX_MARKERS];
-        let mut outcome: Option<io::Result<usize>> = None;
-        let mut framing_error = None;
-        let placed = qp.place_direct(max, |dst| {
-            let mut iov: ArrayVec<IoSliceMut<'_>, { 2 * MAX_MARKERS + 2 }> = ArrayVec::new();
-            let mut rest = &mut dst[..];
-            let mut marker_slots = markers.iter_mut();
-            let mut spans: ArrayVec<Span, { 2 * MAX_MARKERS + 2 }> = ArrayVec::new();
-            for span in deframer.layout(rest.len()) {
-                if spans.len() + 2 > spans.capacity() {
-                    break;
-                }
-                match span {
-                    Span::Payload(n) => {
-                        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
-                        iov.push(IoSliceMut::new(head));
-                        rest = tail;
-                    }
-                    Span::Marker => match marker_slots.next() {
-                        Some(slot) => iov.push(IoSliceMut::new(&mut slot[..])),
-                        None => break,
-                    },
-                }
-                spans.push(span);
+    ) -> ReadStep {
+        let tail = &mut self.staging[..TAIL_LEN];
+        match conn.read_direct(now, max, tail, |iov| stream.try_read_vectored(iov)) {
+            // Nothing read: the queue pair refused the placement (its
+            // target was invalidated under it) and stopped receiving.
+            Ok(None) => ReadStep::More,
+            Ok(Some(r)) if r.octets == 0 => {
+                conn.handle_eof();
+                ReadStep::Done
             }
-            iov.push(IoSliceMut::new(&mut staging[..TAIL_LEN]));
-            let n = match stream.try_read_vectored(&mut iov) {
-                Ok(n) => n,
-                Err(e) => {
-                    outcome = Some(Err(e));
-                    return 0;
-                }
-            };
-            drop(iov);
-            outcome = Some(Ok(n));
-            // Replay what was read through the deframer, in stream order.
-            let mut left = n;
-            let mut at = 0;
-            let mut marker_index = 0;
-            for span in spans {
-                if left == 0 {
-                    break;
-                }
-                let r = match span {
-                    Span::Payload(len) => {
-                        let k = len.min(left);
-                        let r = deframer.push_payload(&dst[at..at + k]);
-                        at += k;
-                        left -= k;
-                        r
-                    }
-                    Span::Marker => {
-                        let k = 4.min(left);
-                        left -= k;
-                        let r = deframer
-                            .push_framing(&markers[marker_index][..k])
-                            .map(|_| ());
-                        marker_index += 1;
-                        r
-                    }
-                };
-                if let Err(e) = r {
-                    framing_error = Some(e);
-                    break;
-                }
+            Ok(Some(r)) => {
+                self.start = 0;
+                self.end = r.tail;
+                self.octets += r.octets as u64;
+                self.direct_octets += r.placed as u64;
+                ReadStep::More
             }
-            *start = 0;
-            *end = left;
-            at
-        });
-        if let Some(e) = framing_error {
-            return Err(RxEnd::Framing(e));
-        }
-        // No call at all: the engine refused the placement (its target was
-        // invalidated under it) and has queued a Terminate.
-        let Some(outcome) = outcome else {
-            return Err(RxEnd::Engine);
-        };
-        match outcome {
-            Ok(0) => Err(self.eof()),
-            Ok(n) => {
-                self.octets += n as u64;
-                self.direct_octets += placed as u64;
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
-            Err(e) => Err(RxEnd::Lost(Some(e))),
+            Err(e) => read_error(conn, &e),
         }
     }
 }
 
-/// Whether `deframer` passes PDUs on only once whole and verified (MPA with
-/// [`Placement::Verified`]): the receive path then stages whole FPDUs.
-fn verifies_first(deframer: &AnyDeframer) -> bool {
-    matches!(deframer, AnyDeframer::Mpa(r) if r.placement() == Placement::Verified)
+/// A failed read: the socket is empty, or the connection is lost.
+fn read_error(conn: &mut Connection, e: &io::Error) -> ReadStep {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => ReadStep::Empty,
+        _ => {
+            conn.handle_read_error(LossReason::from_io(e));
+            ReadStep::Done
+        }
+    }
 }

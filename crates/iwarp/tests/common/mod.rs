@@ -22,9 +22,21 @@ use iwarp::proto::framing::{CollectUlpdus, Deframer, Framer, WireBatch};
 use iwarp::proto::mpa::startup::{EnhancedData, FrameKind, StartupFrameRepr, HEADER_LEN};
 use iwarp::proto::mpa::{FpduReceiver, FpduTransmitter};
 use iwarp::{
-    connect, Access, Completion, CompletionOpcode, CompletionStatus, Config, FramingParams,
+    connect, Access, Completion, CompletionOpcode, CompletionStatus, Config, Device, FramingParams,
     Listener, MemoryRegion, ProtectionDomain, QpOptions, QueuePair, Revision,
 };
+
+/// The tests' device: one per test process, as an application opens one
+/// and makes every protection domain from it.
+pub fn device() -> &'static Device {
+    static DEVICE: std::sync::OnceLock<Device> = std::sync::OnceLock::new();
+    DEVICE.get_or_init(Device::new)
+}
+
+/// A new protection domain on the tests' device.
+pub fn new_pd() -> ProtectionDomain {
+    device().alloc_pd()
+}
 
 /// The longest any single wait in a test may take. Generous: the suite
 /// runs on two cores in debug builds, in parallel with other tests. A
@@ -109,16 +121,16 @@ pub async fn pair_with(
     })
     .await;
     let (c, s) = (c.expect("connect"), s.expect("accept"));
-    assert_eq!(c.info().peer_private_data, b"server");
-    assert_eq!(s.info().peer_private_data, b"client");
+    assert_eq!(c.info().peer_private_data(), b"server");
+    assert_eq!(s.info().peer_private_data(), b"client");
     (c, s)
 }
 
 /// A connection with the default configuration and no pre-posted
 /// receives.
 pub async fn pair(
-    client_pd: ProtectionDomain,
-    server_pd: ProtectionDomain,
+    client_pd: &ProtectionDomain,
+    server_pd: &ProtectionDomain,
 ) -> (QueuePair, QueuePair) {
     pair_with(
         &Config::default(),
@@ -173,7 +185,7 @@ pub const WR_NOTE: u64 = 2;
 impl Endpoint {
     /// An endpoint moving `size` octets of pattern `seed`.
     pub fn new(size: usize, seed: u64) -> Self {
-        let pd = ProtectionDomain::new();
+        let pd = new_pd();
         Self {
             out: region_with(&pd, pattern(size, seed)),
             inbox: region(&pd, size),
@@ -186,7 +198,7 @@ impl Endpoint {
 
     /// Queue-pair options with the inbox and note receives pre-posted.
     pub fn options(&self) -> QpOptions {
-        QpOptions::new(self.pd)
+        QpOptions::new(&self.pd)
             .post_recv(WR_INBOX, self.inbox.sge(..).unwrap())
             .post_recv(WR_NOTE, self.note.sge(..).unwrap())
     }

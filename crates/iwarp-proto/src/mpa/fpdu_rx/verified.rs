@@ -30,6 +30,7 @@ const GATHER: usize = 16;
 /// consumes every octet it is given;
 /// [`FpduReceiver::with_placement`] selects [`Placement::Verified`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Placement {
     /// As they arrive, so that DDP can place payload at once (and a
     /// runtime can read it straight from the socket into its region);

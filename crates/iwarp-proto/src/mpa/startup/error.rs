@@ -25,6 +25,7 @@ pub enum Awaiting {
 
 /// Why an MPA startup failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartupError {
     /// RFC 5044 §7.1.2 rule 5: the received key is neither startup key.
     #[error("bad MPA key (expected {expected:?} key): {seen:02x?}")]
@@ -171,11 +172,39 @@ pub enum StartupError {
     },
     /// Local: the configuration is inconsistent.
     #[error("invalid startup configuration: {0}")]
-    InvalidConfig(&'static str),
+    InvalidConfig(ConfigError),
     /// Local: an application call that the machine's state does not allow
     /// (for example `accept` before a Request arrived, or twice).
     #[error("call not allowed in state {0:?}")]
     WrongState(super::State),
+}
+
+/// What is inconsistent in a startup configuration (or, for the last two,
+/// in a frame this end was about to emit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `min_revision` is above `max_revision`.
+    #[error("min_revision is above max_revision")]
+    RevisionRange,
+    /// IRD and ORD are 14-bit values (at most 16383).
+    #[error("IRD and ORD are 14-bit values (at most 16383), not {0}")]
+    IrdOrdTooLarge(u16),
+    /// Peer-to-peer mode needs revision 2 with enhanced data.
+    #[error("peer-to-peer mode needs revision 2 with enhanced data")]
+    PeerToPeerNeedsEnhanced,
+    /// Peer-to-peer mode needs at least one RTR type.
+    #[error("peer-to-peer mode needs at least one RTR type")]
+    NoRtrType,
+    /// A Read RTR, the only one offered, needs an ORD of at least 1.
+    #[error("a Read RTR needs an ORD of at least 1")]
+    ReadRtrWithoutOrd,
+    /// Enhanced data needs revision 2.
+    #[error("enhanced data needs revision 2")]
+    EnhancedNeedsRev2,
+    /// The buffer to emit a frame into is too small.
+    #[error("emit buffer too small")]
+    EmitBufferTooSmall,
 }
 
 impl StartupError {
@@ -293,10 +322,10 @@ impl StartupError {
                 Self::EnhancedDataMissing { pd_length }
             }
             // Emit-side errors: the machines check lengths before emitting.
-            FrameError::EnhancedNeedsRev2(_) => {
-                Self::InvalidConfig("enhanced data needs revision 2")
+            FrameError::EnhancedNeedsRev2(_) => Self::InvalidConfig(ConfigError::EnhancedNeedsRev2),
+            FrameError::BufferTooSmall { .. } => {
+                Self::InvalidConfig(ConfigError::EmitBufferTooSmall)
             }
-            FrameError::BufferTooSmall { .. } => Self::InvalidConfig("emit buffer too small"),
         }
     }
 }
@@ -304,9 +333,9 @@ impl StartupError {
 /// Checks an IRD or ORD configuration value.
 pub(crate) fn check_ird_ord(value: u16) -> Result<(), StartupError> {
     if value > MAX_IRD_ORD {
-        Err(StartupError::InvalidConfig(
-            "IRD and ORD are 14-bit values (at most 16383)",
-        ))
+        Err(StartupError::InvalidConfig(ConfigError::IrdOrdTooLarge(
+            value,
+        )))
     } else {
         Ok(())
     }
@@ -365,6 +394,6 @@ mod tests {
             expected: None,
         };
         assert_eq!(eof.llp_error_code().code(), 0x04);
-        assert!(!StartupError::InvalidConfig("x").closes_connection());
+        assert!(!StartupError::InvalidConfig(ConfigError::RevisionRange).closes_connection());
     }
 }

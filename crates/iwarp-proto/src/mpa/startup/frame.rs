@@ -52,6 +52,7 @@ pub const FLAG_GSO_EXPERIMENT: u8 = 0x08;
 /// An MPA startup revision this crate can speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum Revision {
     /// draft-ietf-rddp-mpa-01: private data up to 65535 octets.
     Rev0 = 0,
@@ -134,6 +135,7 @@ impl FrameKind {
 
 /// Why octets are not a valid startup frame, or a repr cannot be emitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FrameError {
     /// Fewer octets than the header, or than the header plus PD_Length.
     #[error("startup frame truncated: {available} octets, {needed} needed")]

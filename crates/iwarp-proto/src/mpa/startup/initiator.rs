@@ -10,6 +10,11 @@
 //! initiator cannot meet (RFC 6581) fails the startup too, but the
 //! responder is already in full operation: the initiator's first and last
 //! FPDU is then a Terminate saying why.
+//!
+//! "At once" may wait a little: with [`StartupConfig::hold_after_reply`]
+//! the machine holds an accepted Reply for that long before it reports the
+//! connection established, so that the first FPDU does not reach a Linux
+//! `siw` responder before it reads its socket (see that field).
 
 use std::time::Instant;
 
@@ -46,6 +51,9 @@ pub struct Initiator {
     reader: FrameReader,
     common: Common,
     rejection: Option<PeerRejection>,
+    /// The outcome of an accepted Reply, while it is held
+    /// ([`State::Holding`]).
+    held: Option<Established>,
 }
 
 impl Initiator {
@@ -119,6 +127,7 @@ impl Initiator {
             reader: FrameReader::new(),
             common,
             rejection: None,
+            held: None,
         })
     }
 
@@ -134,7 +143,7 @@ impl Initiator {
 
     //= rfc5044#7.1.2
     //# MPA Initiator mode implementations MUST receive and validate an MPA Reply Frame.
-    fn read_reply(&mut self, input: &[u8]) -> Result<usize, StartupError> {
+    fn read_reply(&mut self, input: &[u8], now: Instant) -> Result<usize, StartupError> {
         let config = &self.config;
         let requested = self.sent.revision;
         let (consumed, complete) =
@@ -150,7 +159,7 @@ impl Initiator {
                     received: self.reader.received(),
                     expected: self.reader.expected_len(),
                 })?;
-            self.process_reply(frame)?;
+            self.process_reply(frame, now)?;
         }
         Ok(consumed)
     }
@@ -166,7 +175,7 @@ impl Initiator {
     //# Reject Connection bit is set to '0', the implementation SHOULD enter Full MPA/DDP
     //# Operation Phase; interpreting any received data as FPDUs and sending DDP ULPDUs as
     //# FPDUs.
-    fn process_reply(&mut self, reply: ReceivedFrame) -> Result<(), StartupError> {
+    fn process_reply(&mut self, reply: ReceivedFrame, now: Instant) -> Result<(), StartupError> {
         if reply.rejected {
             let rejection = PeerRejection {
                 revision: reply.revision,
@@ -198,15 +207,31 @@ impl Initiator {
         let (ird_ord, rtr) = self
             .negotiate_rdma(&reply)
             .inspect_err(|e| self.queue_terminate(framing, e.llp_error_code()))?;
-        self.common.establish(Established {
+        let established = Established {
             role: Role::Initiator,
             revision: Some(reply.revision),
             framing,
             ird_ord,
             rtr,
             private_data: reply.private_data,
-        });
+        };
+        // No hold when it is zero (or too long for an instant to hold).
+        match deadline_after(now, self.config.hold_after_reply) {
+            Some(until) if until > now => {
+                self.common.state = State::Holding;
+                self.common.deadline = Some(until);
+                self.held = Some(established);
+            }
+            _ => self.common.establish(established),
+        }
         Ok(())
+    }
+
+    /// Ends the hold of an accepted Reply: the connection is established.
+    fn release(&mut self) {
+        if let Some(established) = self.held.take() {
+            self.common.establish(established);
+        }
     }
 
     /// RFC 6581: the IRD/ORD and the RTR type that a valid Reply settles.
@@ -272,16 +297,21 @@ impl StartupMachine for Initiator {
     type Event = Event;
     type Error = StartupError;
 
-    fn handle_input(&mut self, input: &[u8], _now: Instant) -> Result<usize, StartupError> {
+    fn handle_input(&mut self, input: &[u8], now: Instant) -> Result<usize, StartupError> {
         self.common.check_failed()?;
         if self.common.state != State::AwaitingReply {
             return Ok(0);
         }
-        self.read_reply(input).map_err(|e| self.common.fail(e))
+        self.read_reply(input, now).map_err(|e| self.common.fail(e))
     }
 
     fn handle_eof(&mut self) -> Result<(), StartupError> {
         self.common.check_failed()?;
+        if self.common.state == State::Holding {
+            // Nothing left to wait for: the connection itself sees the end.
+            self.release();
+            return Ok(());
+        }
         if self.common.state != State::AwaitingReply {
             return Ok(());
         }
@@ -299,6 +329,10 @@ impl StartupMachine for Initiator {
 
     fn handle_timeout(&mut self, now: Instant) -> Result<(), StartupError> {
         self.common.check_failed()?;
+        if self.common.state == State::Holding && self.common.expired(now) {
+            self.release();
+            return Ok(());
+        }
         if self.common.state != State::AwaitingReply || !self.common.expired(now) {
             return Ok(());
         }

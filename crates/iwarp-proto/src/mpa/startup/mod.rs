@@ -60,6 +60,11 @@
 //!
 //! let reply = responder.poll_transmit().unwrap();
 //! initiator.handle_input(&reply, now)?;
+//! // The initiator holds its first FPDU a moment (`hold_after_reply`), for
+//! // Linux siw's sake: established once that time has passed.
+//! assert_eq!(initiator.poll_event(), None);
+//! let until = initiator.poll_timeout().unwrap();
+//! initiator.handle_timeout(until)?;
 //! let Some(Event::Established(up)) = initiator.poll_event() else { unreachable!() };
 //! assert_eq!(up.private_data, b"welcome");
 //! assert!(up.framing.crc);
@@ -88,12 +93,12 @@ mod tests;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-pub use config::{CrcPolicy, IrdOrdNegotiation, StartupConfig};
+pub use config::{CrcPolicy, IrdOrdNegotiation, StartupConfig, DEFAULT_HOLD_AFTER_REPLY};
 pub use enhanced::{
     EnhancedData, IrdOrd, RtrType, RtrTypes, ENHANCED_DATA_LEN, IRD_FLAG_PEER_TO_PEER,
     IRD_FLAG_SEND_RTR, MAX_IRD_ORD, ORD_FLAG_READ_RTR, ORD_FLAG_WRITE_RTR,
 };
-pub use error::{Awaiting, StartupError};
+pub use error::{Awaiting, ConfigError, StartupError};
 pub use frame::{
     FrameError, FrameKind, Revision, StartupFrame, StartupFrameRepr, FLAG_CRC, FLAG_ENHANCED,
     FLAG_GSO_EXPERIMENT, FLAG_MARKERS, FLAG_REJECT, HEADER_LEN, KEY_LEN, MAX_PRIVATE_DATA,
@@ -119,6 +124,7 @@ pub enum Role {
 
 /// Where a startup machine is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum State {
     /// Responder: waiting for the MPA Request.
     AwaitingRequest,
@@ -127,6 +133,10 @@ pub enum State {
     AwaitingDecision,
     /// Initiator: the Request is queued; waiting for the MPA Reply.
     AwaitingReply,
+    /// Initiator: the Reply is in and accepted; the first FPDU is held back
+    /// until [`StartupConfig::hold_after_reply`] has passed, then the
+    /// machine is established.
+    Holding,
     /// Startup complete; full operation may begin.
     Established,
     /// The connection was rejected (by the peer's Reply, by this

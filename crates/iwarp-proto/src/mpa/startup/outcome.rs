@@ -9,6 +9,7 @@ use crate::mpa::FramingParams;
 
 /// Something a startup machine reports through `poll_event`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// Responder: a valid MPA Request arrived; the application must now
     /// accept or reject it (RFC 5044 §7.1.2 rules 2 and 6).

@@ -85,6 +85,9 @@ fn feed<'a, M: MpaStartup>(
     if eof && result.is_ok() {
         result = m.handle_eof();
     }
+    if result.is_ok() {
+        result = sit_out_hold(m);
+    }
     Summary {
         consumed,
         result,
@@ -136,6 +139,23 @@ fn request_event(events: &[Event]) -> Option<&PeerRequest> {
     })
 }
 
+/// Lets the hold after an accepted Reply pass, if the initiator is
+/// holding one: nothing is reported before it is over, and the first
+/// instant it is over establishes the connection.
+fn sit_out_hold<M: MpaStartup>(m: &mut M) -> Result<(), StartupError> {
+    if m.state() != State::Holding {
+        return Ok(());
+    }
+    let until = m.poll_timeout().expect("a hold has an end");
+    m.handle_timeout(until - Duration::from_nanos(1))?;
+    assert_eq!(m.state(), State::Holding);
+    assert_eq!(m.established(), None);
+    assert_eq!(m.poll_event(), None);
+    m.handle_timeout(until)?;
+    assert_eq!(m.state(), State::Established);
+    Ok(())
+}
+
 /// How the responder's application decides.
 #[derive(Debug, Clone, Copy)]
 enum Decide<'a> {
@@ -174,6 +194,7 @@ fn connect(ic: StartupConfig, rc: StartupConfig, pd: &[u8], decide: Decide<'_>) 
     } else {
         i.handle_input(&reply, now)
             .map(|n| assert_eq!(n, reply.len()))
+            .and_then(|()| sit_out_hold(&mut i))
     };
     let initiator_events = events(&mut i);
     Run {
@@ -953,6 +974,108 @@ fn peer_closing_while_the_application_decides() {
 }
 
 // ---------------------------------------------------------------------------
+// The hold after an accepted Reply (Linux siw's accept race)
+
+fn holding(hold: Duration) -> StartupConfig {
+    StartupConfig {
+        hold_after_reply: hold,
+        ..cfg()
+    }
+}
+
+#[test]
+fn an_accepted_reply_is_held_then_established_unchanged() {
+    let now = Instant::now();
+    let hold = Duration::from_millis(25);
+    let rep = reply("5002 0004 0010 0010");
+    let (mut at_once, req_at_once) = initiator(holding(Duration::ZERO), b"", now);
+    at_once.handle_input(&rep, now).unwrap();
+    assert_eq!(at_once.state(), State::Established);
+    let want = established(&events(&mut at_once)).unwrap().clone();
+
+    let (mut i, req) = initiator(holding(hold), b"", now);
+    // The hold changes no octet of the Request.
+    assert_eq!(req, req_at_once);
+    let later = now + Duration::from_millis(3);
+    assert_eq!(i.handle_input(&rep, later), Ok(rep.len()));
+    assert_eq!(i.state(), State::Holding);
+    assert!(!i.state().is_finished());
+    assert_eq!(i.established(), None);
+    assert_eq!(i.poll_event(), None);
+    assert_eq!(i.poll_transmit(), None);
+    // Counted from the Reply's arrival; the Reply timeout no longer runs.
+    assert_eq!(i.poll_timeout(), Some(later + hold));
+    // What a peer sends meanwhile is not the machine's: it stays with the
+    // caller, for the FPDU receiver.
+    assert_eq!(i.handle_input(&[0x00, 0x04, 0xC1, 0x40], later), Ok(0));
+    assert_eq!(i.handle_timeout(later + hold / 2), Ok(()));
+    assert_eq!(i.poll_event(), None);
+    assert_eq!(i.handle_timeout(later + hold), Ok(()));
+    assert_eq!(i.state(), State::Established);
+    assert_eq!(i.poll_timeout(), None);
+    assert_eq!(events(&mut i), vec![Event::Established(want.clone())]);
+    assert_eq!(i.established(), Some(&want));
+    assert_eq!(i.poll_transmit(), None);
+    // Later timeouts change nothing.
+    assert_eq!(i.handle_timeout(later + Duration::from_secs(3600)), Ok(()));
+    assert_eq!(i.poll_event(), None);
+}
+
+#[test]
+fn the_peer_closing_during_the_hold_ends_it() {
+    let now = Instant::now();
+    let (mut i, _) = initiator(holding(Duration::from_secs(1)), b"", now);
+    i.handle_input(&reply("1002 0004 0010 0010"), now).unwrap();
+    assert_eq!(i.state(), State::Holding);
+    // The connection, not the startup, sees the end of the stream.
+    assert_eq!(i.handle_eof(), Ok(()));
+    assert_eq!(i.state(), State::Established);
+    assert!(established(&events(&mut i)).is_some());
+}
+
+#[test]
+fn rejections_and_failures_are_not_held() {
+    let now = Instant::now();
+    let hold = Duration::from_secs(1);
+    // A rejection is reported at once.
+    let (mut i, _) = initiator(holding(hold), b"", now);
+    let s = feed_whole(&mut i, &reply("3002 0004 0000 0000"), false, now);
+    assert_eq!(s.state, State::Rejected);
+    assert!(matches!(s.events.as_slice(), [Event::Rejected(_)]));
+    // So is a valid Reply this end cannot use, with its Terminate.
+    let strict = StartupConfig {
+        ird: 1,
+        ird_ord_negotiation: IrdOrdNegotiation::Strict,
+        ..holding(hold)
+    };
+    let (mut i, _) = initiator(strict, b"", now);
+    let e = i
+        .handle_input(&reply("5002 0004 0010 0010"), now)
+        .unwrap_err();
+    assert_eq!(e.llp_error_code(), LlpErrorCode::InsufficientIrd);
+    assert_eq!(i.state(), State::Failed);
+    assert!(i.poll_transmit().is_some());
+}
+
+#[test]
+fn the_default_hold_is_the_documented_one() {
+    assert_eq!(cfg().hold_after_reply, DEFAULT_HOLD_AFTER_REPLY);
+    assert!(DEFAULT_HOLD_AFTER_REPLY > Duration::ZERO);
+}
+
+#[test]
+fn only_the_initiator_holds() {
+    let now = Instant::now();
+    let mut r = responder(holding(Duration::from_secs(3600)), now);
+    let (_, req) = initiator(cfg(), b"", now);
+    r.handle_input(&req, now).unwrap();
+    r.accept(b"").unwrap();
+    assert_eq!(r.state(), State::Established);
+    assert!(!drain(&mut r).is_empty());
+    assert_eq!(r.poll_timeout(), None);
+}
+
+// ---------------------------------------------------------------------------
 // Delayed startup and the last streaming message (RFC 5044 §7.1.3, §7.1.5)
 
 #[test]
@@ -999,6 +1122,7 @@ fn delayed_startup_after_streaming_mode() {
 
     i_pos += i.handle_input(&to_initiator[i_pos..], now).unwrap();
     assert_eq!(i_pos, to_initiator.len());
+    sit_out_hold(&mut i).unwrap();
     assert_eq!(i.state(), State::Established);
     assert_eq!(i.established().unwrap().private_data, b"ok");
     // Nothing of the FPDU was taken by the responder's machine.
@@ -1360,6 +1484,7 @@ fn application_may_grant_less_never_more() {
         assert_eq!(r.established().unwrap().ird_ord, Some(granted));
         let rep = drain(&mut r);
         i.handle_input(&rep, now).unwrap();
+        sit_out_hold(&mut i).unwrap();
         assert_eq!(
             i.established().unwrap().ird_ord,
             Some(IrdOrd::new(granted.ord, granted.ird))
@@ -1679,7 +1804,7 @@ fn a_read_rtr_needs_a_read_slot_at_both_ends() {
     // Nothing left to offer.
     assert!(matches!(
         Initiator::new(p2p(read_only, 16, 0), b"", now),
-        Err(StartupError::InvalidConfig(_))
+        Err(StartupError::InvalidConfig(ConfigError::ReadRtrWithoutOrd))
     ));
     // Write and Read configured, ORD 0: only Write offered.
     let (_, req) = initiator(p2p(RtrTypes::WRITE_READ, 16, 0), b"", now);
@@ -1705,6 +1830,7 @@ fn a_read_rtr_needs_a_read_slot_at_both_ends() {
     r.accept_with(b"", Some(IrdOrd::new(0, 16))).unwrap();
     assert_eq!(r.established().unwrap().ird_ord, Some(IrdOrd::new(1, 16)));
     i.handle_input(&drain(&mut r), now).unwrap();
+    sit_out_hold(&mut i).unwrap();
     assert_eq!(i.established().unwrap().rtr_to_send(), Some(RtrType::Read));
     // A Reply selecting Read while granting IRD 0 cannot be met: 0x07,
     // with the Terminate.
@@ -2062,7 +2188,7 @@ fn invalid_configs_are_refused_up_front() {
     };
     assert!(matches!(
         Responder::new(bad.clone(), now),
-        Err(StartupError::InvalidConfig(_))
+        Err(StartupError::InvalidConfig(ConfigError::RevisionRange))
     ));
     assert!(Initiator::new(bad, b"", now).is_err());
 }
