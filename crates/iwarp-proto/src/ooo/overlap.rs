@@ -10,12 +10,14 @@
 //! Once delivered, a PDU no longer counts (every PDU placed after that
 //! comes later in the stream), and its record goes.
 //!
-//! Records are kept per PDU, as written, in a hash table of short lists
+//! Records are kept per PDU, as written, in a hash table of short chains
 //! by granule (a [`GRANULE`]-octet stretch of a buffer): a record sits in
-//! the list of each granule it touches. Placing, finding what meets a
-//! range and forgetting cost a few list entries each, whatever the number
-//! of records, and nothing is allocated once the lists have grown to the
-//! traffic.
+//! the chain of each granule it touches. Placing, finding what meets a
+//! range and forgetting cost a few chain entries each, whatever the number
+//! of records. The chains are threaded through one vector of entries whose
+//! freed slots are reused: nothing is allocated per record once it has
+//! grown to the traffic, and a new table costs two allocations, not one
+//! per chain.
 //!
 //! draft-williams-iwarp-ift-01 §8.2 puts it the other way round: an
 //! in-order placement that would overwrite a speculative one is done and
@@ -25,9 +27,12 @@
 /// Octets per granule: a PDU of one MSS touches one or two.
 pub const GRANULE: usize = 8 << 10;
 
-/// Lists in the table at first; it doubles when the records outnumber
+/// Chains in the table at first; it doubles when the records outnumber
 /// them.
-const FIRST_LISTS: usize = 256;
+const FIRST_CHAINS: usize = 256;
+
+/// No entry: the end of a chain, or of the free list.
+const NIL: u32 = u32::MAX;
 
 /// What one PDU placed ahead of delivery wrote: `start..end` of the buffer
 /// named `buffer`; `pos` is its stream offset.
@@ -45,12 +50,24 @@ impl Written {
     }
 }
 
+/// A record in one chain; `next` is the entry after it in that chain (or
+/// in the free list).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    w: Written,
+    next: u32,
+}
+
 /// Octets written by PDUs placed ahead of delivery. See the module
 /// documentation.
 #[derive(Debug)]
 pub struct Overlaps {
-    /// By the hash of (buffer, granule); a power of two of them.
-    lists: Vec<Vec<Written>>,
+    /// The first entry of each chain, by the hash of (buffer, granule); a
+    /// power of two of them.
+    heads: Vec<u32>,
+    entries: Vec<Entry>,
+    /// The first free entry.
+    free: u32,
     /// Records (each counted once, however many granules it touches).
     records: usize,
 }
@@ -61,11 +78,29 @@ impl Default for Overlaps {
     }
 }
 
+/// The entries of one chain, from its head on.
+struct Chain<'a> {
+    entries: &'a [Entry],
+    at: u32,
+}
+
+impl<'a> Iterator for Chain<'a> {
+    type Item = &'a Written;
+
+    fn next(&mut self) -> Option<&'a Written> {
+        let e = self.entries.get(self.at as usize)?;
+        self.at = e.next;
+        Some(&e.w)
+    }
+}
+
 impl Overlaps {
     /// Nothing recorded.
     pub fn new() -> Self {
         Self {
-            lists: Self::lists(FIRST_LISTS),
+            heads: vec![NIL; FIRST_CHAINS],
+            entries: Vec::new(),
+            free: NIL,
             records: 0,
         }
     }
@@ -80,12 +115,6 @@ impl Overlaps {
         self.records == 0
     }
 
-    /// `n` empty lists, each with room for a few records: they hold one or
-    /// two most of the time.
-    fn lists(n: usize) -> Vec<Vec<Written>> {
-        (0..n).map(|_| Vec::with_capacity(4)).collect()
-    }
-
     /// The granules `start..end` touches (none for an empty range).
     fn granules(start: usize, end: usize) -> std::ops::Range<usize> {
         if start >= end {
@@ -94,19 +123,39 @@ impl Overlaps {
         start / GRANULE..(end - 1) / GRANULE + 1
     }
 
-    fn list(&self, buffer: usize, granule: usize) -> usize {
-        list_of(self.lists.len(), buffer, granule)
+    fn chain_of(&self, buffer: usize, granule: usize) -> usize {
+        chain_of(self.heads.len(), buffer, granule)
     }
 
-    /// Puts `w` in the list of each granule it touches, once in each list.
+    fn chain(&self, i: usize) -> Chain<'_> {
+        Chain {
+            entries: &self.entries,
+            at: self.heads[i],
+        }
+    }
+
+    /// Puts `w` in the chain of each granule it touches, once in each.
     fn push(&mut self, w: Written) {
         let granules = Self::granules(w.start, w.end);
         let first = granules.start;
         for g in granules {
-            let i = self.list(w.buffer, g);
-            // Granules before it that hash to the same list put it there.
-            if (first..g).all(|h| self.list(w.buffer, h) != i) {
-                self.lists[i].push(w);
+            let i = self.chain_of(w.buffer, g);
+            // Granules before it that hash to the same chain put it there.
+            if (first..g).all(|h| self.chain_of(w.buffer, h) != i) {
+                let next = self.heads[i];
+                let entry = Entry { w, next };
+                let k = match self.free {
+                    NIL => {
+                        self.entries.push(entry);
+                        self.entries.len() - 1
+                    }
+                    k => {
+                        self.free = self.entries[k as usize].next;
+                        self.entries[k as usize] = entry;
+                        k as usize
+                    }
+                };
+                self.heads[i] = k as u32;
             }
         }
     }
@@ -124,7 +173,7 @@ impl Overlaps {
     ) {
         out.clear();
         for g in Self::granules(start, end) {
-            for w in &self.lists[self.list(buffer, g)] {
+            for w in self.chain(self.chain_of(buffer, g)) {
                 // A record that touches several granules is taken in the
                 // first of them that this range touches too.
                 let first = (w.start / GRANULE).max(start / GRANULE);
@@ -161,8 +210,7 @@ impl Overlaps {
     pub fn meets(&self, buffer: usize, start: usize, end: usize, since: u64) -> bool {
         self.records > 0
             && Self::granules(start, end).any(|g| {
-                self.lists[self.list(buffer, g)]
-                    .iter()
+                self.chain(self.chain_of(buffer, g))
                     .any(|w| w.meets(buffer, start, end) && w.pos >= since)
             })
     }
@@ -187,7 +235,7 @@ impl Overlaps {
         if start >= end {
             return;
         }
-        if self.records >= self.lists.len() {
+        if self.records >= self.heads.len() {
             self.grow();
         }
         self.push(Written {
@@ -211,37 +259,56 @@ impl Overlaps {
         };
         let mut found = false;
         for g in Self::granules(start, end) {
-            let i = self.list(buffer, g);
-            let list = &mut self.lists[i];
-            if let Some(k) = list.iter().position(|x| *x == w) {
-                list.swap_remove(k);
-                found = true;
+            let i = self.chain_of(buffer, g);
+            // Unlinks its entry from this chain, if it is there (once).
+            let mut prev = NIL;
+            let mut at = self.heads[i];
+            while let Some(e) = self.entries.get(at as usize) {
+                let next = e.next;
+                if e.w == w {
+                    match prev {
+                        NIL => self.heads[i] = next,
+                        p => self.entries[p as usize].next = next,
+                    }
+                    self.entries[at as usize].next = self.free;
+                    self.free = at;
+                    found = true;
+                    break;
+                }
+                prev = at;
+                at = next;
             }
         }
         self.records -= usize::from(found);
     }
 
-    /// Twice the lists, the records spread over them again.
+    /// Twice the chains, the records spread over them again.
     fn grow(&mut self) {
-        let n = self.lists.len();
-        let old = std::mem::replace(&mut self.lists, Self::lists(n * 2));
-        for (i, list) in old.iter().enumerate() {
-            // Each record once: from the list of its first granule.
-            for &w in list {
-                if list_of(n, w.buffer, w.start / GRANULE) == i {
-                    self.push(w);
-                }
-            }
+        let n = self.heads.len();
+        let mut records = Vec::with_capacity(self.records);
+        for i in 0..n {
+            // Each record once: from the chain of its first granule.
+            records.extend(
+                self.chain(i)
+                    .filter(|w| chain_of(n, w.buffer, w.start / GRANULE) == i)
+                    .copied(),
+            );
+        }
+        self.heads = vec![NIL; n * 2];
+        self.entries.clear();
+        self.free = NIL;
+        for w in records {
+            self.push(w);
         }
     }
 }
 
-/// The list of (`buffer`, `granule`) in a table of `lists` lists (a power
-/// of two): Fibonacci hashing of the pair (buffers are addresses,
+/// The chain of (`buffer`, `granule`) in a table of `chains` chains (a
+/// power of two): Fibonacci hashing of the pair (buffers are addresses,
 /// granules small counts; the high bits of the product mix both).
-fn list_of(lists: usize, buffer: usize, granule: usize) -> usize {
+fn chain_of(chains: usize, buffer: usize, granule: usize) -> usize {
     let h = (buffer as u64 ^ (granule as u64).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> (64 - lists.trailing_zeros())) as usize
+    (h >> (64 - chains.trailing_zeros())) as usize
 }
 
 #[cfg(test)]
@@ -279,8 +346,8 @@ mod tests {
     fn records_across_granules_are_found_once_and_survive_growth() {
         let mut o = Overlaps::new();
         let mut out = Vec::new();
-        // Far more records than lists, some across three granules.
-        let n = 4 * FIRST_LISTS;
+        // Far more records than chains, some across three granules.
+        let n = 4 * FIRST_CHAINS;
         for i in 0..n {
             let start = i * 3 * GRANULE + GRANULE / 2;
             o.place(7, start, start + 2 * GRANULE, i as u64, &mut out);
@@ -297,7 +364,7 @@ mod tests {
             o.forget(7, start, start + 2 * GRANULE, i as u64);
         }
         assert!(o.is_empty());
-        assert!(o.lists.iter().all(Vec::is_empty));
+        assert!(o.heads.iter().all(|&h| h == NIL));
     }
 
     proptest! {
