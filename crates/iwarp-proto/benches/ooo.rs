@@ -68,8 +68,11 @@ fn fastest(v: Vec<Duration>) -> Duration {
 /// buffer.
 fn throughput(replay: &Replay, runs: usize) -> [f64; 3] {
     let mut times = [const { Vec::new() }; 3];
-    for _ in 0..runs {
-        for (i, t) in times.iter_mut().enumerate() {
+    for run in 0..runs {
+        // Each receiver in turn first, so that none always follows the
+        // same one.
+        for k in 0..3 {
+            let i = (run + k) % 3;
             let p = replay.prepare();
             let start = ThreadTime::now();
             match i {
@@ -77,7 +80,7 @@ fn throughput(replay: &Replay, runs: usize) -> [f64; 3] {
                 1 => drop(std::hint::black_box(replay.in_order(p))),
                 _ => drop(std::hint::black_box(replay.reassembled(p))),
             }
-            t.push(start.elapsed());
+            times[i].push(start.elapsed());
         }
     }
     let mb = replay.stream_octets() as f64 / 1e6;
