@@ -529,18 +529,12 @@ impl InOrder<'_> {
         }
         let mut bytes = &bytes[h..];
         while !bytes.is_empty() {
-            let Some(t) = self.qp.placement_target() else {
+            let Some((buffer, offset, len)) = self.qp.placement_range() else {
                 return self.qp.ulpdu_data(bytes);
             };
-            let n = bytes.len().min(t.len);
+            let n = bytes.len().min(len);
             if let Some(o) = self.overlaps {
-                o.later_writes(
-                    t.buffer.id(),
-                    t.offset,
-                    t.offset + n,
-                    self.since,
-                    self.skips,
-                );
+                o.later_writes(buffer, offset, offset + n, self.since, self.skips);
             }
             if self.skips.is_empty() {
                 self.qp.ulpdu_data(&bytes[..n])?;
@@ -587,8 +581,28 @@ impl UlpduSink for InOrder<'_> {
             }
             return self.qp.ulpdu_data_vectored(pieces);
         }
-        for piece in pieces {
-            self.ulpdu_data(piece)?;
+        // The pieces that hold DDP header octets one by one; then, when
+        // no PDU placed ahead wrote where the payload goes, the rest under
+        // one hold of the region, as in order.
+        let mut rest = pieces;
+        while let [first, tail @ ..] = rest {
+            if *self.header_left == 0 {
+                break;
+            }
+            self.around(first)?;
+            rest = tail;
+        }
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let total: usize = rest.iter().map(|p| p.len()).sum();
+        if let (Some(o), Some((buffer, offset, len))) = (self.overlaps, self.qp.placement_range()) {
+            if total <= len && !o.meets(buffer, offset, offset + total, self.since) {
+                return self.qp.ulpdu_data_vectored(rest);
+            }
+        }
+        for piece in rest {
+            self.around(piece)?;
         }
         Ok(())
     }

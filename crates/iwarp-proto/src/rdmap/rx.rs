@@ -600,6 +600,17 @@ impl QueuePair {
         }
     }
 
+    /// [`QueuePair::placement_target`] as (buffer id, offset, length),
+    /// without taking a reference to the buffer.
+    pub(crate) fn placement_range(&self) -> Option<(usize, usize, usize)> {
+        match (&self.rx.phase, &self.rx.target) {
+            (Phase::Payload, Target::Region { slice, at }) if *at < slice.len() => {
+                Some((slice.buffer().id(), slice.offset() + at, slice.len() - at))
+            }
+            _ => None,
+        }
+    }
+
     /// Direct placement: calls `fill` with the next at most `max` octets
     /// of the target region (see [`QueuePair::placement_target`]), while
     /// the STag is held valid; `fill` writes the payload there (from the
