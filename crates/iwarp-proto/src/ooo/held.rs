@@ -12,6 +12,13 @@
 /// and the vector header, roughly.
 pub const PIECE_OVERHEAD: usize = 64;
 
+/// Emptied piece buffers kept for reuse, at most.
+const SPARES: usize = 32;
+
+/// The largest buffer kept for reuse: a segment's worth or so (a larger
+/// one is rare, and would sit idle).
+const SPARE_CAPACITY: usize = 16 << 10;
+
 /// One held piece of the stream.
 #[derive(Debug, Clone)]
 pub enum Piece<R> {
@@ -67,6 +74,9 @@ pub struct Held<R> {
     covered: u64,
     /// The most octets plus [`PIECE_OVERHEAD`] per piece held at once.
     budget: usize,
+    /// Buffers of pieces gone, for new pieces: holding octets allocates
+    /// nothing once warm.
+    spare: Vec<Vec<u8>>,
 }
 
 impl<R> Held<R> {
@@ -78,6 +88,27 @@ impl<R> Held<R> {
             octets: 0,
             covered: 0,
             budget,
+            spare: Vec::new(),
+        }
+    }
+
+    /// A buffer holding a copy of `octets`: a spare one if there is one.
+    fn buffer_of(&mut self, octets: &[u8]) -> Vec<u8> {
+        match self.spare.pop() {
+            Some(mut v) => {
+                v.extend_from_slice(octets);
+                v
+            }
+            None => octets.to_vec(),
+        }
+    }
+
+    /// Takes back the buffer of a piece taken from the front (its octets
+    /// used), to hold later pieces in.
+    pub fn recycle(&mut self, mut v: Vec<u8>) {
+        if self.spare.len() < SPARES && v.capacity() <= SPARE_CAPACITY {
+            v.clear();
+            self.spare.push(v);
         }
     }
 
@@ -183,8 +214,8 @@ impl<R> Held<R> {
             }
             let from = (s - start) as usize;
             let at = self.first_from(s);
-            self.pieces
-                .insert(at, (s, Piece::Octets(bytes[from..from + n].to_vec())));
+            let v = self.buffer_of(&bytes[from..from + n]);
+            self.pieces.insert(at, (s, Piece::Octets(v)));
             self.octets += n;
             self.covered += n as u64;
             new[kept] = (s, e);
@@ -399,6 +430,7 @@ impl<R> Held<R> {
             }
             self.octets -= v.len();
             at += v.len() as u64;
+            self.recycle(v);
         }
         self.pieces.insert(
             i,

@@ -311,6 +311,7 @@ impl<F: OooFraming> OooReceiver<F> {
                 Some(Piece::Octets(v)) => {
                     self.reorder.advance(v.len() as u64);
                     self.feed(&v, qp)?;
+                    self.reorder.recycle(v);
                 }
                 Some(Piece::Done { len, record }) => {
                     let Some(record) = self.records.take(record) else {

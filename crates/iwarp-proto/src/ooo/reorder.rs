@@ -122,6 +122,12 @@ impl<F: OooFraming, R> Reorder<F, R> {
         p
     }
 
+    /// Takes back the buffer of a piece taken from the front, its octets
+    /// used: see [`Held::recycle`].
+    pub fn recycle(&mut self, v: Vec<u8>) {
+        self.held.recycle(v);
+    }
+
     /// Takes the piece at the in-order point without moving the point:
     /// then [`Reorder::advance`] past it, or leave it withdrawn (its
     /// octets must come again).
