@@ -9,9 +9,10 @@
 //! retransmissions included) against the in-order receiver (over the
 //! stream once, in the pieces TCP hands on) and against the in-order
 //! receiver behind a reassembly buffer (over the arrivals): the fastest of
-//! interleaved runs of each, timed by the CPU time of the thread (on a
-//! machine shared with other work, wall time also counts the time a run
-//! waits for a CPU, and a longer run waits more often). Then criterion
+//! interleaved runs of each, the receivers taking turns to run first,
+//! timed by the CPU time of the thread (on a machine shared with other
+//! work, wall time also counts the time a run waits for a CPU, and a
+//! longer run waits more often). Then criterion
 //! measures a few of the same replays.
 //!
 //! `OOO_BENCH_RUNS` sets the interleaved runs per row (default 21); 0
