@@ -17,6 +17,7 @@
 //! | [`report`] | perftest-style table, side-by-side comparison, JSON |
 //! | [`progress`] | counters and the progress bar |
 //! | [`tcp`] | the plain-TCP baseline backend |
+//! | [`perftest`] | `--perftest`: a wire peer of perftest's rdma_cm mode, both roles |
 
 pub mod args;
 pub mod backend;
@@ -24,6 +25,7 @@ pub mod control;
 pub mod error;
 pub mod iwarp;
 pub mod measure;
+pub mod perftest;
 pub mod progress;
 pub mod report;
 pub mod session;
@@ -49,6 +51,9 @@ use spec::{Mode, RunConfig, RunLength, Transport};
 
 /// Runs `iwarp perf` with parsed arguments.
 pub async fn run(args: PerfArgs) -> Result<()> {
+    if args.perftest {
+        return perftest::run(args.resolve_perftest()?).await;
+    }
     let cfg = args.resolve()?;
     match cfg.mode.clone() {
         Mode::Server {
