@@ -9,16 +9,21 @@
 //! retransmissions included) against the in-order receiver (over the
 //! stream once, in the pieces TCP hands on) and against the in-order
 //! receiver behind a reassembly buffer (over the arrivals): the fastest of
-//! interleaved runs of each. Then criterion measures a few of the same
-//! replays.
+//! interleaved runs of each, the receivers taking turns to run first,
+//! timed by the CPU time of the thread (on a machine shared with other
+//! work, wall time also counts the time a run waits for a CPU, and a
+//! longer run waits more often). Then criterion
+//! measures a few of the same replays.
 //!
 //! `OOO_BENCH_RUNS` sets the interleaved runs per row (default 21); 0
-//! leaves the table out.
+//! leaves the table out. `OOO_BENCH_ROWS` keeps only the rows whose first
+//! three cells contain it (`aligned | 5.0% | 64`, say): for a profiler.
 
 #![allow(missing_docs)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use cpu_time::ThreadTime;
 use criterion::{BatchSize, Criterion, Throughput};
 use iwarp_proto::sim::{LinkModel, Replay, Scenario, SimFraming, Workload};
 
@@ -64,28 +69,39 @@ fn fastest(v: Vec<Duration>) -> Duration {
 /// buffer.
 fn throughput(replay: &Replay, runs: usize) -> [f64; 3] {
     let mut times = [const { Vec::new() }; 3];
-    for _ in 0..runs {
-        for (i, t) in times.iter_mut().enumerate() {
+    for run in 0..runs {
+        // Each receiver in turn first, so that none always follows the
+        // same one.
+        for k in 0..3 {
+            let i = (run + k) % 3;
             let p = replay.prepare();
-            let start = Instant::now();
+            let start = ThreadTime::now();
             match i {
                 0 => drop(std::hint::black_box(replay.out_of_order(p))),
                 1 => drop(std::hint::black_box(replay.in_order(p))),
                 _ => drop(std::hint::black_box(replay.reassembled(p))),
             }
-            t.push(start.elapsed());
+            times[i].push(start.elapsed());
         }
     }
     let mb = replay.stream_octets() as f64 / 1e6;
     times.map(|t| mb / fastest(t).as_secs_f64())
 }
 
-fn table(runs: usize) {
+fn table(runs: usize, rows: &str) {
     println!("| framing | loss | reorder depth | arrived ahead of a hole | placed on arrival | peak held, out of order | peak held, in-order reassembly | out of order MB/s | in order MB/s | ratio | in order behind reassembly MB/s | ratio |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for framing in [SimFraming::MpaMarkers, SimFraming::MpaAligned] {
         for loss in [0.001, 0.01, 0.05] {
             for reorder in [1, 8, 64] {
+                let name = match framing {
+                    SimFraming::MpaMarkers => "MPA, markers",
+                    _ => "MPA, aligned",
+                };
+                let row = format!("{name} | {:.1}% | {reorder}", loss * 100.0);
+                if !row.contains(rows) {
+                    continue;
+                }
                 let s = scenario(framing, loss, reorder);
                 let replay = match Replay::record(&s) {
                     Ok(r) => r,
@@ -96,12 +112,7 @@ fn table(runs: usize) {
                 let placed = st.early_octets as f64 / st.ahead_octets.max(1) as f64;
                 let [ooo, in_order, reassembled] = throughput(&replay, runs);
                 println!(
-                    "| {} | {:.1}% | {reorder} | {:.1}% | {:.1}% | {} KiB | {} KiB | {ooo:.0} | {in_order:.0} | {:.2} | {reassembled:.0} | {:.2} |",
-                    match framing {
-                        SimFraming::MpaMarkers => "MPA, markers",
-                        _ => "MPA, aligned",
-                    },
-                    loss * 100.0,
+                    "| {row} | {:.1}% | {:.1}% | {} KiB | {} KiB | {ooo:.0} | {in_order:.0} | {:.2} | {reassembled:.0} | {:.2} |",
                     ahead * 100.0,
                     placed * 100.0,
                     st.peak_held_octets.div_ceil(1024),
@@ -147,8 +158,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(21);
+    let rows = std::env::var("OOO_BENCH_ROWS").unwrap_or_default();
     if runs > 0 {
-        table(runs);
+        table(runs, &rows);
     }
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c);

@@ -43,7 +43,7 @@ impl Victim {
             writable,
             readable,
             private,
-            rng: Rng(7),
+            rng: Rng::new(7),
         }
     }
 
@@ -1123,7 +1123,7 @@ proptest::proptest! {
         seed: u64,
     ) {
         let mut v = Victim::new();
-        v.rng = Rng(seed);
+        v.rng = Rng::new(seed);
         let segment = untagged(7, last, 0, qn, msn, mo, &payload);
         proptest::prop_assert_eq!(v.feed(&segment), Ok(()));
         proptest::prop_assert_eq!(v.node.qp.state(), QpState::Error);

@@ -205,7 +205,7 @@ proptest! {
         let pa = FramingParams { crc, send_markers: markers_ab, receive_markers: markers_ba };
         let mut a = Stack::new(1, pa, emss, RX[rx_a]);
         let mut b = Stack::new(2, pa.mirrored(), emss, RX[rx_b]);
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut checks = Vec::new();
         for (i, (o, reverse)) in ops.iter().enumerate() {
             let (src, dst) = if *reverse { (&mut b, &mut a) } else { (&mut a, &mut b) };

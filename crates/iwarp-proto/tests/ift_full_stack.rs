@@ -212,7 +212,7 @@ proptest! {
     ) {
         let mut a = Stack::new(1, Role::Initiator, config(vtags.0, bits_a), emss, direct_a);
         let mut b = Stack::new(2, Role::Responder, config(vtags.1, bits_b), emss, direct_b);
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut checks = Vec::new();
         for (i, (o, reverse)) in ops.iter().enumerate() {
             let (src, dst) = if *reverse { (&mut b, &mut a) } else { (&mut a, &mut b) };
@@ -270,7 +270,7 @@ fn damaged_header_is_caught_before_placement() {
     for direct in [false, true] {
         let mut a = Stack::new(1, Role::Initiator, IftConfig::new(0x1111), 1460, false);
         let mut b = Stack::new(2, Role::Responder, IftConfig::new(0x2222), 1460, direct);
-        let mut rng = Rng(7);
+        let mut rng = Rng::new(7);
         drive(&mut a, &mut b, &mut rng);
         let target = b.node.region(100, 0x1000, RW, 0);
         let src = a.node.region(100, 0, Access::empty(), 0x55);

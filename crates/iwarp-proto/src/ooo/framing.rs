@@ -38,6 +38,13 @@ pub trait OooFraming {
     /// to tell, or the length fields are out of range.
     fn pdu_len(&self, offset: u64, octets: &[u8]) -> Option<usize>;
 
+    /// [`OooFraming::pdu_len`] of the PDU that `deframer`, fresh from
+    /// [`OooFraming::deframer_at`] `offset`, is about to check: through it
+    /// where that saves making another.
+    fn pdu_len_for(&self, _deframer: &Self::Deframer, offset: u64, octets: &[u8]) -> Option<usize> {
+        self.pdu_len(offset, octets)
+    }
+
     /// Whether a PDU may be placed before it is in order at all.
     fn may_place_early(&self) -> bool;
 
@@ -125,6 +132,10 @@ impl OooFraming for MpaFraming {
 
     fn pdu_len(&self, offset: u64, octets: &[u8]) -> Option<usize> {
         FpduReceiver::at_offset(self.params, offset).next_fpdu_len(octets)
+    }
+
+    fn pdu_len_for(&self, deframer: &FpduReceiver, _: u64, octets: &[u8]) -> Option<usize> {
+        deframer.next_fpdu_len(octets)
     }
 
     fn may_place_early(&self) -> bool {
@@ -241,6 +252,13 @@ impl OooFraming for AnyFraming {
 
     fn pdu_len(&self, offset: u64, octets: &[u8]) -> Option<usize> {
         forward!(self, f => f.pdu_len(offset, octets))
+    }
+
+    fn pdu_len_for(&self, deframer: &AnyDeframer, offset: u64, octets: &[u8]) -> Option<usize> {
+        match (self, deframer) {
+            (Self::Mpa(f), AnyDeframer::Mpa(d)) => f.pdu_len_for(d, offset, octets),
+            _ => self.pdu_len(offset, octets),
+        }
     }
 
     fn may_place_early(&self) -> bool {

@@ -8,11 +8,16 @@
 //! beyond the window, or beyond the budget, are dropped, as a TCP receiver
 //! drops what it has no room for, and the sender sends them again.
 
-use std::collections::VecDeque;
-
 /// What the budget charges for each piece besides its octets: its entry
 /// and the vector header, roughly.
 pub const PIECE_OVERHEAD: usize = 64;
+
+/// Emptied piece buffers kept for reuse, at most.
+const SPARES: usize = 32;
+
+/// The largest buffer kept for reuse: a segment's worth or so (a larger
+/// one is rare, and would sit idle).
+const SPARE_CAPACITY: usize = 16 << 10;
 
 /// One held piece of the stream.
 #[derive(Debug, Clone)]
@@ -26,6 +31,13 @@ pub enum Piece<R> {
         /// What delivering it in order needs.
         record: R,
     },
+}
+
+/// No octets: what a slot holds once its piece has been taken.
+impl<R> Default for Piece<R> {
+    fn default() -> Self {
+        Self::Octets(Vec::new())
+    }
 }
 
 impl<R> Piece<R> {
@@ -45,7 +57,7 @@ impl<R> Piece<R> {
 
 /// The held pieces of one direction's stream.
 ///
-/// Kept in a deque sorted by stream offset: pieces arrive near its end
+/// Kept in a queue sorted by stream offset: pieces arrive near its end
 /// (segments come roughly in order) and leave from its front (the in-order
 /// point moves on), and a binary search finds any other place.
 #[derive(Debug, Clone)]
@@ -54,7 +66,7 @@ pub struct Held<R> {
     /// handed to the in-order path.
     next: u64,
     /// (start, piece), by start; disjoint.
-    pieces: VecDeque<(u64, Piece<R>)>,
+    pieces: Queue<(u64, Piece<R>)>,
     /// Octets held in [`Piece::Octets`].
     octets: usize,
     /// Stream octets covered by all pieces: what an in-order reassembly
@@ -62,6 +74,9 @@ pub struct Held<R> {
     covered: u64,
     /// The most octets plus [`PIECE_OVERHEAD`] per piece held at once.
     budget: usize,
+    /// Buffers of pieces gone, for new pieces: holding octets allocates
+    /// nothing once warm.
+    spare: Vec<Vec<u8>>,
 }
 
 impl<R> Held<R> {
@@ -69,10 +84,31 @@ impl<R> Held<R> {
     pub fn new(next: u64, budget: usize) -> Self {
         Self {
             next,
-            pieces: VecDeque::new(),
+            pieces: Queue::default(),
             octets: 0,
             covered: 0,
             budget,
+            spare: Vec::new(),
+        }
+    }
+
+    /// A buffer holding a copy of `octets`: a spare one if there is one.
+    fn buffer_of(&mut self, octets: &[u8]) -> Vec<u8> {
+        match self.spare.pop() {
+            Some(mut v) => {
+                v.extend_from_slice(octets);
+                v
+            }
+            None => octets.to_vec(),
+        }
+    }
+
+    /// Takes back the buffer of a piece taken from the front (its octets
+    /// used), to hold later pieces in.
+    pub fn recycle(&mut self, mut v: Vec<u8>) {
+        if self.spare.len() < SPARES && v.capacity() <= SPARE_CAPACITY {
+            v.clear();
+            self.spare.push(v);
         }
     }
 
@@ -178,8 +214,8 @@ impl<R> Held<R> {
             }
             let from = (s - start) as usize;
             let at = self.first_from(s);
-            self.pieces
-                .insert(at, (s, Piece::Octets(bytes[from..from + n].to_vec())));
+            let v = self.buffer_of(&bytes[from..from + n]);
+            self.pieces.insert(at, (s, Piece::Octets(v)));
             self.octets += n;
             self.covered += n as u64;
             new[kept] = (s, e);
@@ -230,12 +266,29 @@ impl<R> Held<R> {
             .is_none_or(|i| self.pieces[i].0 + self.pieces[i].1.len() <= start)
     }
 
+    /// Where pieces for `start..end` go, if nothing held meets it (see
+    /// [`Held::is_clear`]): for [`Held::insert_done_at`].
+    pub fn gap(&self, start: u64, end: u64) -> Option<usize> {
+        let i = self.first_from(end);
+        let clear = i
+            .checked_sub(1)
+            .is_none_or(|j| self.pieces[j].0 + self.pieces[j].1.len() <= start);
+        clear.then_some(i)
+    }
+
     /// Holds the record of a PDU of `len` stream octets at `start` whose
     /// octets were never held (see [`Held::is_clear`]).
     pub fn insert_done(&mut self, start: u64, len: u64, record: R) {
-        self.covered += len;
         let at = self.first_from(start);
-        self.pieces.insert(at, (start, Piece::Done { len, record }));
+        self.insert_done_at(at, start, len, record);
+    }
+
+    /// [`Held::insert_done`] at index `i`: [`Held::gap`] of a range
+    /// `start..start + len` lies in, plus the records put there since.
+    pub fn insert_done_at(&mut self, i: usize, start: u64, len: u64, record: R) {
+        debug_assert_eq!(i, self.first_from(start));
+        self.covered += len;
+        self.pieces.insert(i, (start, Piece::Done { len, record }));
     }
 
     /// The piece at the in-order point, if one starts there.
@@ -342,7 +395,8 @@ impl<R> Held<R> {
             .holding(start)
             .unwrap_or_else(|| self.first_from(start));
         self.pieces
-            .range(from..)
+            .iter()
+            .skip(from)
             .take_while(|&&(s, _)| s < end)
             .any(|(_, p)| matches!(p, Piece::Done { .. }))
     }
@@ -376,6 +430,7 @@ impl<R> Held<R> {
             }
             self.octets -= v.len();
             at += v.len() as u64;
+            self.recycle(v);
         }
         self.pieces.insert(
             i,
@@ -405,6 +460,103 @@ impl<R> Held<R> {
             }
             Some((*s, e))
         })
+    }
+}
+
+/// A queue kept in a vector from `head` on: its live part is one slice
+/// (a binary search and an insertion near the end cost what they cost in
+/// a vector), and taking from the front is moving `head` on, the slots
+/// before it reclaimed when they are half the vector or all of it.
+#[derive(Debug, Clone)]
+struct Queue<T> {
+    items: Vec<T>,
+    head: usize,
+}
+
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+impl<T> std::ops::Index<usize> for Queue<T> {
+    type Output = T;
+
+    fn index(&self, i: usize) -> &T {
+        &self.items[self.head + i]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Queue<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        let head = self.head;
+        &mut self.items[head + i]
+    }
+}
+
+impl<T: Default> Queue<T> {
+    fn live(&self) -> &[T] {
+        &self.items[self.head..]
+    }
+
+    fn len(&self) -> usize {
+        self.items.len() - self.head
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn front(&self) -> Option<&T> {
+        self.live().first()
+    }
+
+    fn get(&self, i: usize) -> Option<&T> {
+        self.live().get(i)
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.live().iter()
+    }
+
+    fn partition_point(&self, pred: impl FnMut(&T) -> bool) -> usize {
+        self.live().partition_point(pred)
+    }
+
+    fn insert(&mut self, i: usize, item: T) {
+        if i == 0 && self.head > 0 {
+            self.head -= 1;
+            self.items[self.head] = item;
+        } else {
+            self.items.insert(self.head + i, item);
+        }
+    }
+
+    fn push_front(&mut self, item: T) {
+        self.insert(0, item);
+    }
+
+    fn remove(&mut self, i: usize) -> Option<T> {
+        if i == 0 {
+            return self.pop_front();
+        }
+        (i < self.len()).then(|| self.items.remove(self.head + i))
+    }
+
+    fn pop_front(&mut self) -> Option<T> {
+        let item = std::mem::take(self.items.get_mut(self.head)?);
+        self.head += 1;
+        if self.head == self.items.len() {
+            self.items.clear();
+            self.head = 0;
+        } else if self.head >= 32 && self.head * 2 >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+        Some(item)
     }
 }
 

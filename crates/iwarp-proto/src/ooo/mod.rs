@@ -36,7 +36,7 @@ pub use framing::{AnyFraming, IftFraming, MpaFraming, OooFraming};
 pub use held::{Held, Piece, PIECE_OVERHEAD};
 pub use overlap::Overlaps;
 pub use pdu::{Checker, Pdu};
-pub use receiver::{OooConfig, OooError, OooReceiver, Record};
+pub use receiver::{OooConfig, OooError, OooReceiver};
 pub use reorder::{Offer, Reorder};
 pub use stats::OooStats;
 

@@ -43,6 +43,14 @@ impl<'a> Pdu<'a> {
     /// header its first octet announces (fewer if the ULPDU is shorter),
     /// gathered into `buf`.
     pub fn ddp_header<'b>(&self, buf: &'b mut [u8; UNTAGGED_HEADER_LEN]) -> &'b [u8] {
+        // Mostly the first run holds it all.
+        if let (true, Some(&(at, n))) = (self.framing_header.is_empty(), self.runs.first()) {
+            let run = &self.octets[at..at + n];
+            if let Some(whole) = run.first_chunk::<UNTAGGED_HEADER_LEN>() {
+                *buf = *whole;
+                return &buf[..header_len(whole[0]).min(UNTAGGED_HEADER_LEN)];
+            }
+        }
         let mut got = 0;
         let mut want = UNTAGGED_HEADER_LEN;
         for piece in self.ulpdu() {

@@ -69,7 +69,7 @@ impl Default for OooConfig {
 
 /// A PDU placed ahead of delivery: what delivering it needs.
 #[derive(Debug)]
-pub struct Record {
+struct Record {
     ulpdu_len: usize,
     header: [u8; UNTAGGED_HEADER_LEN],
     header_len: u8,
@@ -83,19 +83,51 @@ impl Record {
     }
 }
 
+/// The records of PDUs placed ahead of delivery, by the number their held
+/// piece keeps in their stead (so that held pieces stay small): slots
+/// reused, nothing allocated per PDU once warm.
+#[derive(Debug, Default)]
+struct Records {
+    slots: Vec<Option<Record>>,
+    free: Vec<u32>,
+}
+
+impl Records {
+    fn put(&mut self, record: Record) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(record);
+                i
+            }
+            None => {
+                self.slots.push(Some(record));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    fn take(&mut self, i: u32) -> Option<Record> {
+        let r = self.slots.get_mut(i as usize)?.take()?;
+        self.free.push(i);
+        Some(r)
+    }
+}
+
 /// The out-of-order receiver of one half-connection. See the module
 /// documentation.
 #[derive(Debug)]
 pub struct OooReceiver<F: OooFraming> {
-    reorder: Reorder<F, Record>,
+    reorder: Reorder<F, u32>,
+    records: Records,
     deframer: F::Deframer,
+    /// The in-order deframer must start afresh here before its next use:
+    /// placed PDUs up to it were delivered without it.
+    restart_at: Option<u64>,
     /// An incomplete PDU a verifying deframer left.
     staging: Vec<u8>,
     /// The TCP sequence number of stream offset 0.
     isn: u32,
     overlaps: Overlaps,
-    /// PDUs placed ahead of delivery and not yet delivered.
-    live: usize,
     skips: Vec<(usize, usize)>,
     /// DDP header octets of the ULPDU in progress still to pass in order.
     header_left: usize,
@@ -110,11 +142,12 @@ impl<F: OooFraming> OooReceiver<F> {
     pub fn new(framing: F, isn: u32, config: OooConfig) -> Self {
         Self {
             deframer: framing.deframer_at(0),
+            restart_at: None,
             reorder: Reorder::new(framing, 0, config.window, config.budget),
+            records: Records::default(),
             staging: Vec::new(),
             isn,
             overlaps: Overlaps::new(),
-            live: 0,
             skips: Vec::new(),
             header_left: HEADER_UNKNOWN,
             error: None,
@@ -239,7 +272,7 @@ impl<F: OooFraming> OooReceiver<F> {
                 overlaps: &mut self.overlaps,
                 skips: &mut self.skips,
                 stats: &mut self.stats,
-                live: &mut self.live,
+                records: &mut self.records,
                 keep: self.reorder.framing().keeps_early_placements(),
                 since: self.reorder.next(),
             };
@@ -278,12 +311,18 @@ impl<F: OooFraming> OooReceiver<F> {
                 Some(Piece::Octets(v)) => {
                     self.reorder.advance(v.len() as u64);
                     self.feed(&v, qp)?;
+                    self.reorder.recycle(v);
                 }
                 Some(Piece::Done { len, record }) => {
+                    let Some(record) = self.records.take(record) else {
+                        // Not reached: every piece's record is kept.
+                        break;
+                    };
                     let aligned = self.staging.is_empty()
-                        && self.deframer.at_boundary()
-                        && self.deframer.offset() == pos;
-                    self.live -= 1;
+                        && match self.restart_at {
+                            Some(at) => at == pos,
+                            None => self.deframer.at_boundary() && self.deframer.offset() == pos,
+                        };
                     //= draft-williams-iwarp-ift-01#8
                     //# If this verification fails, the PDU MUST be placed again.
                     //= draft-williams-iwarp-ift-01#8
@@ -299,18 +338,17 @@ impl<F: OooFraming> OooReceiver<F> {
                         break;
                     }
                     self.reorder.advance(len);
-                    // Its record in `overlaps` stops counting now; drop
-                    // such records in bulk once they are the many.
-                    if self.overlaps.len() > 2 * self.live + 64 {
-                        self.overlaps.prune(pos + len);
-                    }
+                    // Every PDU placed from now on comes later in the
+                    // stream: what this one wrote no longer counts.
+                    let (b, s, e) = record.range();
+                    self.overlaps.forget(b, s, e, pos);
                     let hl = usize::from(record.header_len);
                     let delivered =
-                        qp.deliver_placed(&record.header[..hl], record.ulpdu_len, &record.target);
+                        qp.deliver_placed(&record.header[..hl], record.ulpdu_len, record.target);
                     if let Err(e) = delivered {
                         return Err(self.fail(FeedError::Sink(e), qp));
                     }
-                    self.deframer = self.reorder.framing().deframer_at(pos + len);
+                    self.restart_at = Some(pos + len);
                 }
             }
         }
@@ -320,9 +358,12 @@ impl<F: OooFraming> OooReceiver<F> {
     /// Passes octets that continue the stream to the in-order deframer
     /// (after the incomplete PDU it left, if any) and through it to `qp`.
     fn feed(&mut self, bytes: &[u8], qp: &mut QueuePair) -> Result<(), OooError<F>> {
+        if let Some(at) = self.restart_at.take() {
+            self.deframer = self.reorder.framing().deframer_at(at);
+        }
         let mut sink = InOrder {
             qp: &mut *qp,
-            overlaps: (self.live > 0).then_some(&self.overlaps),
+            overlaps: (!self.overlaps.is_empty()).then_some(&self.overlaps),
             since: self.reorder.next(),
             skips: &mut self.skips,
             header_left: &mut self.header_left,
@@ -362,7 +403,7 @@ struct Early<'a> {
     overlaps: &'a mut Overlaps,
     skips: &'a mut Vec<(usize, usize)>,
     stats: &'a mut OooStats,
-    live: &'a mut usize,
+    records: &'a mut Records,
     /// Leave alone whatever any undelivered PDU placed (IFT).
     keep: bool,
     /// The in-order point: records before it no longer count.
@@ -380,7 +421,7 @@ impl Early<'_> {
     //= draft-williams-iwarp-ift-01#8
     //# If the PDU identified appears to be in error, the error MUST NOT be reported
     //# speculatively.
-    fn place(&mut self, pdu: &Pdu<'_>) -> Offer<Record> {
+    fn place(&mut self, pdu: &Pdu<'_>) -> Offer<u32> {
         // The framing checks passed (lengths, VTag, CRCs, markers); now
         // DDP's own fields (DV, STag, TO, QN, MSN, MO). A failure is no
         // error here: the PDU waits for the in-order path, which reports it.
@@ -417,16 +458,15 @@ impl Early<'_> {
             self.overlaps.forget(buffer, s, e, pdu.start);
             return Offer::Kept;
         }
-        *self.live += 1;
         self.stats.early_pdus += 1;
         self.stats.early_octets += pdu.octets.len() as u64;
         self.stats.early_payload += target.len() as u64;
-        Offer::Placed(Record {
+        Offer::Placed(self.records.put(Record {
             ulpdu_len: pdu.ulpdu_len,
             header,
             header_len: hl as u8,
             target,
-        })
+        }))
     }
 }
 
@@ -490,18 +530,12 @@ impl InOrder<'_> {
         }
         let mut bytes = &bytes[h..];
         while !bytes.is_empty() {
-            let Some(t) = self.qp.placement_target() else {
+            let Some((buffer, offset, len)) = self.qp.placement_range() else {
                 return self.qp.ulpdu_data(bytes);
             };
-            let n = bytes.len().min(t.len);
+            let n = bytes.len().min(len);
             if let Some(o) = self.overlaps {
-                o.later_writes(
-                    t.buffer.id(),
-                    t.offset,
-                    t.offset + n,
-                    self.since,
-                    self.skips,
-                );
+                o.later_writes(buffer, offset, offset + n, self.since, self.skips);
             }
             if self.skips.is_empty() {
                 self.qp.ulpdu_data(&bytes[..n])?;
@@ -548,8 +582,28 @@ impl UlpduSink for InOrder<'_> {
             }
             return self.qp.ulpdu_data_vectored(pieces);
         }
-        for piece in pieces {
-            self.ulpdu_data(piece)?;
+        // The pieces that hold DDP header octets one by one; then, when
+        // no PDU placed ahead wrote where the payload goes, the rest under
+        // one hold of the region, as in order.
+        let mut rest = pieces;
+        while let [first, tail @ ..] = rest {
+            if *self.header_left == 0 {
+                break;
+            }
+            self.around(first)?;
+            rest = tail;
+        }
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let total: usize = rest.iter().map(|p| p.len()).sum();
+        if let (Some(o), Some((buffer, offset, len))) = (self.overlaps, self.qp.placement_range()) {
+            if total <= len && !o.meets(buffer, offset, offset + total, self.since) {
+                return self.qp.ulpdu_data_vectored(rest);
+            }
+        }
+        for piece in rest {
+            self.around(piece)?;
         }
         Ok(())
     }

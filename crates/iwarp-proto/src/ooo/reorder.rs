@@ -122,6 +122,12 @@ impl<F: OooFraming, R> Reorder<F, R> {
         p
     }
 
+    /// Takes back the buffer of a piece taken from the front, its octets
+    /// used: see [`Held::recycle`].
+    pub fn recycle(&mut self, v: Vec<u8>) {
+        self.held.recycle(v);
+    }
+
     /// Takes the piece at the in-order point without moving the point:
     /// then [`Reorder::advance`] past it, or leave it withdrawn (its
     /// octets must come again).
@@ -154,16 +160,18 @@ impl<F: OooFraming, R> Reorder<F, R> {
     }
 
     fn prune(&mut self) {
+        // One by one: few are behind at a time, and splitting the maps
+        // would allocate.
         let next = self.held.next();
-        if self
+        while self
             .candidates
             .first_key_value()
             .is_some_and(|(&c, _)| c < next)
         {
-            self.candidates = self.candidates.split_off(&next);
+            self.candidates.pop_first();
         }
-        if self.kept.first_key_value().is_some_and(|(&c, _)| c < next) {
-            self.kept = self.kept.split_off(&next);
+        while self.kept.first_key_value().is_some_and(|(&c, _)| c < next) {
+            self.kept.pop_first();
         }
     }
 
@@ -194,8 +202,11 @@ impl<F: OooFraming, R> Reorder<F, R> {
         // (a sender that aligns PDUs with segments makes that the rule)
         // are checked and offered straight from it: nothing is copied.
         let (mut start, mut octets) = (start, octets);
-        if start >= next && full_end <= limit && self.held.is_clear(start, full_end) {
-            let placed = self.place_whole(start, octets, segment_start, offer);
+        let gap = (start >= next && full_end <= limit)
+            .then(|| self.held.gap(start, full_end))
+            .flatten();
+        if let Some(gap) = gap {
+            let placed = self.place_whole(gap, start, octets, segment_start, offer);
             start += placed as u64;
             octets = &octets[placed..];
             if octets.is_empty() {
@@ -250,17 +261,20 @@ impl<F: OooFraming, R> Reorder<F, R> {
     }
 
     /// Checks and offers the PDUs at the front of `octets`, a segment at
-    /// `start` none of whose octets is held, as long as each begins where
-    /// a PDU is known or guessed to begin and lies whole in it. Returns
-    /// the octets it took.
+    /// `start` none of whose octets is held (`gap`: where its pieces go
+    /// among the held ones), as long as each begins where a PDU is known
+    /// or guessed to begin and lies whole in it. Returns the octets it
+    /// took.
     fn place_whole(
         &mut self,
+        gap: usize,
         start: u64,
         octets: &[u8],
         segment_start: Option<u64>,
         offer: &mut dyn FnMut(&Pdu<'_>) -> Offer<R>,
     ) -> usize {
         let mut at = 0usize;
+        let mut gap = Some(gap);
         while at < octets.len() {
             let pos = start + at as u64;
             let rest = &octets[at..];
@@ -272,16 +286,29 @@ impl<F: OooFraming, R> Reorder<F, R> {
             if !known {
                 break;
             }
-            let Some(len) = self.framing.pdu_len(pos, rest).filter(|&l| l <= rest.len()) else {
+            let mut deframer = self.framing.deframer_at(pos);
+            let Some(len) = self
+                .framing
+                .pdu_len_for(&deframer, pos, rest)
+                .filter(|&l| l <= rest.len())
+            else {
                 break;
             };
-            let mut deframer = self.framing.deframer_at(pos);
             let Some(pdu) = self.checker.check(&mut deframer, pos, &rest[..len]) else {
                 break;
             };
             match offer(&pdu) {
-                Offer::Placed(record) => self.held.insert_done(pos, len as u64, record),
+                Offer::Placed(record) => match &mut gap {
+                    Some(i) => {
+                        self.held.insert_done_at(*i, pos, len as u64, record);
+                        *i += 1;
+                    }
+                    None => self.held.insert_done(pos, len as u64, record),
+                },
                 Offer::Kept => {
+                    // Held octets go in too: find the place of the next
+                    // record again.
+                    gap = None;
                     let mut new = std::mem::take(&mut self.new);
                     new.clear();
                     self.dropped += self.held.insert(pos, &rest[..len], u64::MAX, &mut new);

@@ -18,9 +18,11 @@ const ISN: u32 = 0xffff_ff00;
 /// A receiving end: a queue pair, a region the peer may write, receives.
 struct End {
     qp: QueuePair,
+    table: Arc<MemoryTable>,
     win: MemoryBuffer,
     win_stag: STag,
     rq: MemoryBuffer,
+    rq_stag: STag,
 }
 
 impl End {
@@ -36,7 +38,7 @@ impl End {
         let rq_stag = table
             .register(RegionSpec::whole(pd, rq.clone(), 0, Access::LOCAL_WRITE))
             .unwrap();
-        let mut qp = QueuePair::new(QueuePairConfig::new(pd, StreamId(9)), table);
+        let mut qp = QueuePair::new(QueuePairConfig::new(pd, StreamId(9)), Arc::clone(&table));
         for i in 0..4u64 {
             let sge = Sge {
                 stag: rq_stag,
@@ -47,9 +49,11 @@ impl End {
         }
         Self {
             qp,
+            table,
             win,
             win_stag,
             rq,
+            rq_stag,
         }
     }
 
@@ -501,4 +505,70 @@ fn a_write_placed_ahead_into_an_stag_invalidated_before_it_fails_as_in_order() {
     let error = feed(&mut rx, &mut end, &stream, &[(0, starts[1])]);
     assert!(matches!(error, Some(FeedError::Sink(_))), "{error:?}");
     same_as_in_order(framing, &stream, end, error);
+}
+
+/// What the local user may do to a region between the arrival of a PDU
+/// placed into it and its delivery.
+#[derive(Debug, Clone, Copy)]
+enum Revoke {
+    Invalidate,
+    Deregister,
+}
+
+impl Revoke {
+    fn apply(self, end: &End, stag: STag) {
+        match self {
+            Self::Invalidate => end.table.invalidate(stag).unwrap(),
+            Self::Deregister => end.table.deregister(stag).unwrap(),
+        }
+    }
+}
+
+/// A PDU placed ahead of delivery whose region the local user revokes
+/// before its turn: delivered, it fails exactly as in order, where the
+/// revocation came before it was received; the memory table is asked
+/// again, not the verdict it gave on arrival taken.
+fn revoked_between_arrival_and_delivery(
+    ulpdus: [Vec<u8>; 2],
+    stag: impl Fn(&End) -> STag,
+    how: Revoke,
+) {
+    let (mut framer, framing) = mpa(true, true);
+    let mut stream = Vec::new();
+    let starts = frame(&mut framer, &ulpdus, &mut stream);
+    let n = stream.len();
+    let mut end = End::new();
+    let mut rx = receiver(framing);
+    assert_eq!(feed(&mut rx, &mut end, &stream, &[(starts[1], n)]), None);
+    assert_eq!(rx.stats().early_pdus, 1, "{how:?}");
+    how.apply(&end, stag(&end));
+    let error = feed(&mut rx, &mut end, &stream, &[(0, starts[1])]);
+    assert!(
+        matches!(error, Some(FeedError::Sink(_))),
+        "{how:?}: {error:?}"
+    );
+    let mut reference = End::new();
+    how.apply(&reference, stag(&reference));
+    let mut d = framing.deframer_at(0);
+    let ref_error = d.receive(&stream, &mut reference.qp).err();
+    assert_eq!(error, ref_error, "{how:?}");
+    assert_eq!(end.outcome(), reference.outcome(), "{how:?}");
+}
+
+#[test]
+fn a_write_placed_ahead_whose_stag_the_user_revokes_before_delivery_fails_as_in_order() {
+    for how in [Revoke::Invalidate, Revoke::Deregister] {
+        let stag = End::new().win_stag;
+        let write = tagged(Opcode::RdmaWrite, stag, 100, &[6; 500]);
+        revoked_between_arrival_and_delivery([send(1, &[1; 300]), write], |e| e.win_stag, how);
+    }
+}
+
+#[test]
+fn a_send_placed_ahead_whose_receive_the_user_revokes_before_delivery_fails_as_in_order() {
+    for how in [Revoke::Invalidate, Revoke::Deregister] {
+        let stag = End::new().win_stag;
+        let write = tagged(Opcode::RdmaWrite, stag, 100, &[6; 300]);
+        revoked_between_arrival_and_delivery([write, send(1, &[7; 500])], |e| e.rq_stag, how);
+    }
 }

@@ -104,20 +104,23 @@ impl QueuePair {
     /// header. It goes through the same receive path as any ULPDU: every
     /// check in order, then completion or the error, exactly as if its
     /// octets were passed through [`UlpduSink`]; only its payload is not
-    /// written again. Should the in-order checks name another target (they
-    /// cannot while the STag or the receive stays what it was), the
-    /// segment fails as one whose STag went invalid.
+    /// written again, and the memory table is not asked again while the
+    /// STag stays valid (the verdict it gave at placement stands; see
+    /// `tagged_target` in `rx.rs`). Should the in-order checks name
+    /// another target (they cannot while the STag or the receive stays
+    /// what it was), the segment fails as one whose STag went invalid.
     pub fn deliver_placed(
         &mut self,
         header: &[u8],
         ulpdu_len: usize,
-        placed: &RegionSlice,
+        placed: RegionSlice,
     ) -> Result<(), ProtocolError> {
         self.ulpdu_begin(ulpdu_len)?;
-        self.ulpdu_data(header)?;
+        self.offer_placed(placed);
+        self.ulpdu_header(header)?;
         let mut left = ulpdu_len.saturating_sub(header.len());
         if left > 0 {
-            if self.count_placed(placed) == Some(true) {
+            if self.count_placed() == Some(true) {
                 left = 0;
             }
             // A segment the in-order checks refused: its payload counts

@@ -88,6 +88,10 @@ pub(super) struct Rx {
     /// Octets of the current Send message placed so far.
     send_progress: u32,
     tagged: Option<TaggedInProgress>,
+    /// The payload of the segment being delivered by
+    /// [`QueuePair::deliver_placed`], placed ahead of delivery there, until
+    /// the checks take it for their target.
+    placed: Option<RegionSlice>,
 }
 
 impl Rx {
@@ -107,6 +111,7 @@ impl Rx {
             msn: [1; 3],
             send_progress: 0,
             tagged: None,
+            placed: None,
         }
     }
 
@@ -436,12 +441,33 @@ impl QueuePair {
                 ));
             }
         }
-        match self.tagged_region(h, len) {
+        match self.tagged_target(h, len) {
             Ok(slice) => Ok(Target::Region { slice, at: 0 }),
             Err(v) => Err(held(
                 tagged_error(v),
                 culprit(CompletionStatus::LocalProtectionError),
             )),
+        }
+    }
+
+    /// Tagged checks 1 to 5 of the segment at hand: the memory table's
+    /// verdict, or for a segment placed ahead of delivery the verdict it
+    /// had when it was placed, as long as its STag is still valid. Nothing
+    /// the checks read changes while it is: a registration's domain,
+    /// stream, rights and bounds are fixed, and the table maps its STag to
+    /// it until deregistration, which invalidates it. Once invalid, the
+    /// table is asked again and answers as it would in order.
+    fn tagged_target(
+        &mut self,
+        h: &TaggedHeader,
+        len: usize,
+    ) -> Result<RegionSlice, AccessViolation> {
+        match self.rx.placed.take() {
+            Some(p) if p.stag() == h.stag && p.len() == len && p.is_valid() => Ok(p),
+            p => {
+                self.rx.placed = p;
+                self.tagged_region(h, len)
+            }
         }
     }
 
@@ -542,6 +568,15 @@ impl QueuePair {
                     .as_ref()
                     .and_then(|b| b.sub(mo, len))
                     .expect("MO and length checked against the buffer");
+                // Placed ahead of delivery into this very slice: the
+                // target, as long as the receive's buffer is valid.
+                if let Some(p) = self
+                    .rx
+                    .placed
+                    .take_if(|p| p.same_as(&slice) && p.is_valid())
+                {
+                    return Ok(Target::Region { slice: p, at: 0 });
+                }
                 Ok(Target::Region { slice, at: 0 })
             }
         }
@@ -560,6 +595,17 @@ impl QueuePair {
                     offset: slice.offset() + at,
                     len: slice.len() - at,
                 })
+            }
+            _ => None,
+        }
+    }
+
+    /// [`QueuePair::placement_target`] as (buffer id, offset, length),
+    /// without taking a reference to the buffer.
+    pub(crate) fn placement_range(&self) -> Option<(usize, usize, usize)> {
+        match (&self.rx.phase, &self.rx.target) {
+            (Phase::Payload, Target::Region { slice, at }) if *at < slice.len() => {
+                Some((slice.buffer().id(), slice.offset() + at, slice.len() - at))
             }
             _ => None,
         }
@@ -596,19 +642,47 @@ impl QueuePair {
         }
     }
 
+    /// [`UlpduSink::ulpdu_data`] with the whole DDP header of the segment
+    /// begun, in one piece: what it does with it, without gathering it
+    /// octet run by octet run.
+    pub(super) fn ulpdu_header(&mut self, header: &[u8]) -> Result<(), ProtocolError> {
+        let n = header.len();
+        let whole = self.rx.phase == Phase::Header
+            && self.rx.hdr_have == 0
+            && header.first().is_some_and(|&c| header_len(c) == n);
+        if !whole {
+            return self.ulpdu_data(header);
+        }
+        self.rx.consumed += n;
+        self.rx.hdr[..n].copy_from_slice(header);
+        self.rx.hdr_have = n;
+        self.rx.phase = Phase::Payload;
+        if n <= self.rx.ulpdu_len {
+            self.on_header();
+        }
+        Ok(())
+    }
+
+    /// Hands the checks of the segment about to be delivered its payload's
+    /// slice, placed ahead of delivery ([`QueuePair::deliver_placed`]).
+    pub(super) fn offer_placed(&mut self, placed: RegionSlice) {
+        self.rx.placed = Some(placed);
+    }
+
     /// Counts the whole payload of the current segment as received, placed
-    /// already into `placed` ahead of delivery, if `placed` is exactly
-    /// where the segment's checks put it and its STag is still valid:
+    /// already ahead of delivery, if its checks took the slice offered
+    /// ([`QueuePair::offer_placed`]) for their target, its STag valid:
     /// [`QueuePair::place_direct`] without writing the octets again.
     /// `None` when the checks put it nowhere (the segment is refused);
     /// `Some(false)` when they put it elsewhere or the STag went invalid
     /// (the segment then fails, as placement into an invalid STag does).
-    pub(super) fn count_placed(&mut self, placed: &RegionSlice) -> Option<bool> {
+    pub(super) fn count_placed(&mut self) -> Option<bool> {
+        let offered = self.rx.placed.take();
         let (Phase::Payload, Target::Region { slice, at }) = (&self.rx.phase, &mut self.rx.target)
         else {
             return None;
         };
-        if *at != 0 || !slice.same_as(placed) || !slice.is_valid() {
+        if *at != 0 || offered.is_some() {
             self.placement_failed(AccessViolation::InvalidStag);
             return Some(false);
         }
@@ -887,6 +961,7 @@ impl UlpduSink for QueuePair {
         rx.target = Target::None;
         rx.inline_len = 0;
         rx.pending = None;
+        rx.placed = None;
         Ok(())
     }
 

@@ -7,14 +7,19 @@ use std::collections::BTreeMap;
 use crate::framing::{AnyDeframer, Deframer};
 use crate::ooo::{OooConfig, OooFraming, OooReceiver, OooStats};
 
-use super::link::Segment;
 use super::scenario::{run, ReceiverSide, Scenario};
 
 /// A run's arrivals and stream, ready to replay.
 #[derive(Debug)]
 pub struct Replay {
     scenario: Scenario,
-    trace: Vec<Segment>,
+    /// The arrivals, in order: sequence number and the range of their
+    /// octets in `arrived`.
+    trace: Vec<(u32, usize, usize)>,
+    /// The arrivals' octets back to back, as a receive ring holds them
+    /// (segments copied one by one as the simulation made them would lie
+    /// scattered among its other allocations).
+    arrived: Vec<u8>,
     stream: Vec<u8>,
     /// The stream as a TCP receiver hands it on: (start, end) pieces.
     chunks: Vec<(usize, usize)>,
@@ -42,21 +47,41 @@ impl Replay {
         if let Some(m) = report.mismatch {
             return Err(m);
         }
-        let mut chunks = Vec::new();
-        let mut at = 0;
-        reassemble(&report.trace, report.isn, |bytes| {
-            chunks.push((at, at + bytes.len()));
-            at += bytes.len();
-        });
-        Ok(Self {
+        let mut arrived = Vec::with_capacity(report.trace.iter().map(|t| t.octets.len()).sum());
+        let trace = report
+            .trace
+            .iter()
+            .map(|t| {
+                let start = arrived.len();
+                arrived.extend_from_slice(&t.octets);
+                (t.seq, start, arrived.len())
+            })
+            .collect();
+        let mut replay = Self {
             scenario: *s,
-            trace: report.trace,
+            trace,
+            arrived,
+            chunks: Vec::new(),
             stream: report.stream,
-            chunks,
             isn: report.isn,
             stats: report.stats,
             payload_octets: report.payload_octets,
-        })
+        };
+        let mut chunks = Vec::new();
+        let mut at = 0;
+        reassemble(replay.arrivals(), report.isn, |bytes| {
+            chunks.push((at, at + bytes.len()));
+            at += bytes.len();
+        });
+        replay.chunks = chunks;
+        Ok(replay)
+    }
+
+    /// The arrivals in order: sequence number and octets.
+    fn arrivals(&self) -> impl Iterator<Item = (u32, &[u8])> {
+        self.trace
+            .iter()
+            .map(|&(seq, s, e)| (seq, &self.arrived[s..e]))
     }
 
     /// Stream octets.
@@ -87,8 +112,8 @@ impl Replay {
             budget: self.scenario.window + (self.scenario.window >> 2) + (64 << 10),
         };
         let mut rx = OooReceiver::new(self.scenario.framing.ooo(), self.isn, config);
-        for seg in &self.trace {
-            let _ = rx.segment(seg.seq, &seg.octets, &mut p.0.qp);
+        for (seq, octets) in self.arrivals() {
+            let _ = rx.segment(seq, octets, &mut p.0.qp);
         }
         rx.stats()
     }
@@ -111,7 +136,9 @@ impl Replay {
     /// it consumed.
     pub fn reassembled(&self, mut p: Prepared) -> usize {
         let mut rx = InOrder::new(&self.scenario);
-        reassemble(&self.trace, self.isn, |bytes| rx.feed(bytes, &mut p.0.qp));
+        reassemble(self.arrivals(), self.isn, |bytes| {
+            rx.feed(bytes, &mut p.0.qp)
+        });
         rx.consumed
     }
 }
@@ -119,21 +146,25 @@ impl Replay {
 /// Passes the octets of `trace` to `deliver` in order, as a TCP receiver
 /// does: a segment beyond a hole is held until the hole fills; what was
 /// delivered already is dropped.
-fn reassemble(trace: &[Segment], isn: u32, mut deliver: impl FnMut(&[u8])) {
+fn reassemble<'a>(
+    trace: impl Iterator<Item = (u32, &'a [u8])>,
+    isn: u32,
+    mut deliver: impl FnMut(&[u8]),
+) {
     let mut next = 0u64;
     let mut ahead: BTreeMap<u64, &[u8]> = BTreeMap::new();
-    for seg in trace {
-        let gap = seg.seq.wrapping_sub(isn.wrapping_add(next as u32)) as i32;
+    for (seq, octets) in trace {
+        let gap = seq.wrapping_sub(isn.wrapping_add(next as u32)) as i32;
         let start = next as i64 + i64::from(gap);
-        let end = start + seg.octets.len() as i64;
+        let end = start + octets.len() as i64;
         if end <= next as i64 {
             continue;
         }
         if start > next as i64 {
-            ahead.entry(start as u64).or_insert(&seg.octets);
+            ahead.entry(start as u64).or_insert(octets);
             continue;
         }
-        deliver(&seg.octets[(next as i64 - start) as usize..]);
+        deliver(&octets[(next as i64 - start) as usize..]);
         next = end as u64;
         while let Some(e) = ahead.first_entry() {
             let s = *e.key();

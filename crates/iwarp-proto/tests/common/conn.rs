@@ -358,7 +358,7 @@ impl ConnPair {
             b,
             ab: Pipe::new(capacity),
             ba: Pipe::new(capacity),
-            rng: Rng(seed),
+            rng: Rng::new(seed),
             now,
         }
     }

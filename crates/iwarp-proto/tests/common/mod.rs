@@ -13,27 +13,8 @@ use iwarp_proto::memory::{
 };
 use iwarp_proto::rdmap::{Completion, Event, ProtocolError, QueuePair, QueuePairConfig, Sge};
 
-/// A small deterministic generator (splitmix64).
-#[derive(Debug, Clone)]
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
+/// The simulator's small deterministic generator (splitmix64).
+pub use iwarp_proto::sim::Rng;
 
 /// Octets around every test region, checked untouched afterwards.
 pub const CANARY: u8 = 0xee;
@@ -188,7 +169,7 @@ impl Pair {
         Self {
             a: Node::new(1, &tweak),
             b: Node::new(2, &tweak),
-            rng: Rng(seed),
+            rng: Rng::new(seed),
             errors: Vec::new(),
         }
     }
