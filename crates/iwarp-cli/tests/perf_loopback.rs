@@ -122,6 +122,31 @@ fn every_test_kind_moves_exactly_the_specified_bytes() {
 }
 
 #[test]
+fn ift_framing_moves_exactly_the_specified_bytes() {
+    // IFT carries no private data in its startup: each data connection's
+    // hello is its first Send, so several connections, each kind, and a
+    // separate server (which learns the framing from the client's spec).
+    let server = Server::start();
+    let target = format!("127.0.0.1:{}", server.port);
+    for (test, crc, markers) in [
+        ("write", "both", "none"),
+        ("read", "header", "both"),
+        ("send", "none", "rx"),
+    ] {
+        let knobs = ["--framing", "ift", "--ift-crc", crc, "--markers", markers];
+        let common = [
+            test, "bw", "-s", "3000", "-n", "20", "-q", "3", "--warmup", "2",
+        ];
+        let loopback = perf_json(&[&common[..], &knobs[..]].concat());
+        assert_eq!(loopback["spec"]["protocol"]["framing"], "ift");
+        assert_eq!(loopback["spec"]["protocol"]["ift_crc"], crc);
+        check_row(&loopback["runs"][0]["results"][0], 3000, 20, 3);
+        let remote = perf_json(&[&common[..], &knobs[..], &["--connect", &target]].concat());
+        check_row(&remote["runs"][0]["results"][0], 3000, 20, 3);
+    }
+}
+
+#[test]
 fn all_sizes_sweep_reports_every_power_of_two() {
     let report = perf_json(&["write", "bw", "-a", "-n", "5", "--warmup", "0"]);
     let rows = report["runs"][0]["results"].as_array().expect("results");
