@@ -33,12 +33,14 @@ octet moved. The medians of the per-pair ratios are the cost of
 verification.
 """
 import json
+import os
 import resource
 import statistics
 import subprocess
 import sys
 
-BIN = "target/release/iwarp"
+# IWARP_BIN: another build to measure, e.g. a copy from before a change.
+BIN = os.environ.get("IWARP_BIN", "target/release/iwarp")
 
 BW64 = ["-s", "64K", "-D", "2"]
 BW4 = ["-s", "4K", "-D", "2"]
