@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     logging::init(cli.verbosity());
     match cli.command {
         Command::Perf(args) => on_runtime(async {
-            match perf::run(args).await {
+            match perf::run(args, cli.verbose > 0).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("iwarp perf: error: {e}");

@@ -363,3 +363,51 @@ fn errors_are_clear_and_exit_non_zero() {
         assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     }
 }
+
+/// `iwarp -v perf`: after the run, each end's data connection prints its counters on
+/// stdout, the client's then the server's; they agree with each other and with the run (the
+/// measured and warm-up Writes, each one FPDU of 2 + 14 + 4096 + 4 octets, and the
+/// zero-length Reads that fence them, 2 + 18 + 28 + 4 octets each).
+#[test]
+fn verbose_prints_both_ends_counters() {
+    let child = Command::new(BIN)
+        .args([
+            "-v", "perf", "write", "bw", "-s", "4096", "-n", "20", "--warmup", "5",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iwarp");
+    let out = output_bounded(child, LIMIT, "iwarp -v perf");
+    assert!(out.status.success(), "{}", out.stderr);
+    let line = |side: &str| {
+        let prefix = format!("{side} data connection 0: 127.0.0.1:");
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no {side} counters in:\n{}", out.stdout))
+            .to_owned()
+    };
+    let (client, server) = (line("client"), line("server"));
+    let at = |l: &str| out.stdout.lines().position(|x| x == l).unwrap();
+    assert!(at(&client) < at(&server));
+    // "sent A octets in B PDUs, received C octets in D PDUs; ..."
+    let numbers = |l: &str| -> Vec<u64> {
+        let (_, rest) = l.split_once(": sent ").expect(l);
+        let words = rest.split(|c: char| !c.is_ascii_digit());
+        words.filter_map(|w| w.parse().ok()).collect()
+    };
+    let (c, s) = (numbers(&client), numbers(&server));
+    assert_eq!(c[..4], [s[2], s[3], s[0], s[1]], "{client}\n{server}");
+    assert!(client.contains("RDMA Writes 25/0"), "{client}");
+    assert!(server.contains("RDMA Writes 0/25"), "{server}");
+    let reads = |l: &str| -> u64 {
+        let (_, rest) = l.split_once("Read Requests ").expect(l);
+        rest.split('/').next().unwrap().parse().unwrap()
+    };
+    let fences = reads(&client);
+    assert_eq!(c[0], 25 * (2 + 14 + 4096 + 4) + fences * (2 + 18 + 28 + 4));
+    assert_eq!(c[1], 25 + fences);
+    assert!(!client.contains("CRC") && !server.contains("CRC"));
+}

@@ -306,7 +306,10 @@ fn start(
     engine.ord = usize::from(config.startup.ord);
     let (role, framing, mut conn) = match settled {
         Settled::Mpa(established) => {
-            let conn = ConnectionConfig::mpa(&established, config.placement, engine);
+            let mut conn = ConnectionConfig::mpa(&established, config.placement, engine);
+            // RFC 5044 §7.1.2 rule 4, unless the application asked to
+            // behave as Linux siw does.
+            conn.hold_until_received &= !config.responder_sends_first;
             let framing = match established.revision {
                 Some(revision) => FramingInfo::Mpa(MpaInfo {
                     revision,
@@ -345,7 +348,7 @@ fn start(
         recv_cq: qp.recv_cq,
         initial_recvs: qp.initial_recvs,
     })?;
-    startup_log::established(Some(shared.peer), &shared.info);
+    startup_log::established(&shared.span, &shared.info);
     Ok(QueuePair::new(shared))
 }
 

@@ -69,6 +69,13 @@ pub struct Config {
     /// Disable Nagle's algorithm, so that segments start with FPDUs
     /// (RFC 5044 §5.1); on by default, as in Linux `siw`.
     pub nodelay: bool,
+    /// Let the accepting side send as soon as it has accepted, before the
+    /// initiator's first FPDU has arrived. RFC 5044 §7.1.2 rule 4 forbids
+    /// that (outside peer-to-peer mode), but Linux `siw` does it, and
+    /// applications written against it rely on it: the server of
+    /// perftest's `ib_write_lat` writes first and its client waits for
+    /// that write. Off by default.
+    pub responder_sends_first: bool,
     /// When received payload is placed, with MPA framing.
     /// [`Placement::Verified`], the default, stages each FPDU whole and
     /// places its payload only once its CRC and markers have been checked,
@@ -97,6 +104,7 @@ impl Default for Config {
             idle_timeout: None,
             disconnect_timeout: Duration::from_secs(5),
             nodelay: true,
+            responder_sends_first: false,
             placement: Placement::Verified,
             send_queue_depth: 1024,
             recv_queue_depth: 1024,

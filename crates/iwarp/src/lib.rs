@@ -61,10 +61,11 @@ pub use memory::{
 };
 pub use qp::{QpStats, QueuePair};
 
+pub use iwarp_proto::connection::ConnectionStats;
 pub use iwarp_proto::framing::FramingError;
 pub use iwarp_proto::mpa::startup::{
     Awaiting, CrcPolicy, FrameKind, IrdOrd, Revision, Role, RtrType, RtrTypes, StartupConfig,
     StartupError,
 };
 pub use iwarp_proto::mpa::{FramingParams, Placement};
-pub use iwarp_proto::rdmap::{OneSidedCounters, QpState, SendFlags, Sge};
+pub use iwarp_proto::rdmap::{MessageCounters, OneSidedCounters, QpState, SendFlags, Sge};

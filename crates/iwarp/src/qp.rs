@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
+use iwarp_proto::connection::ConnectionStats;
 use iwarp_proto::rdmap::{
     Completion, CompletionStatus, OneSidedCounters, PostError, QpState, SendFlags, Sge,
 };
@@ -42,18 +43,27 @@ pub struct QueuePair {
     handle: Arc<Handle>,
 }
 
-/// Octet counts of a connection.
+/// The counters of a connection, as `rdma statistic` shows a kernel
+/// device's: what the protocol engine counted ([`ConnectionStats`]: octets
+/// and PDUs each way, CRC and marker errors, Terminates, messages by
+/// type), and what the runtime sees of the socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct QpStats {
-    /// Octets written to the socket (framing included).
+    /// Octets written to the socket (framing included): the same as
+    /// `connection.octets_sent`.
     pub octets_sent: u64,
-    /// Octets read from the socket (framing included).
+    /// Octets read from the socket (framing included), some perhaps not
+    /// yet taken by the framing layer (`connection.octets_received`).
     pub octets_received: u64,
     /// Payload octets read from the socket straight into their region.
     pub octets_placed_directly: u64,
     /// The peer's RDMA Writes into, and Reads from, this end's memory:
-    /// one-sided operations leave no completion here, only these counts.
+    /// one-sided operations leave no completion here, only these counts
+    /// (a view of `connection.messages`).
     pub one_sided: OneSidedCounters,
+    /// What the protocol engine counted.
+    pub connection: ConnectionStats,
     /// The EMSS as last read from the socket (it grows as a connection
     /// warms up) and the MULPDU that follows it.
     pub emss: usize,
@@ -107,7 +117,7 @@ impl QueuePair {
         self.shared().lock().conn.error().cloned()
     }
 
-    /// Octet counts so far.
+    /// The connection's counters so far.
     pub fn stats(&self) -> QpStats {
         let inner = self.shared().lock();
         let (sent, received, direct) = inner.octets();
@@ -119,6 +129,7 @@ impl QueuePair {
             octets_received: received,
             octets_placed_directly: direct,
             one_sided: inner.conn.qp().one_sided_counters(),
+            connection: inner.conn.stats(),
         }
     }
 

@@ -54,9 +54,10 @@ fn lone_fpdu(octets: &[u8]) -> Option<Pdu> {
     Pdu::parse(ulpdu, len).ok()
 }
 
-/// The connection is in full operation with these parameters.
-pub(crate) fn established(peer: Option<SocketAddr>, info: &ConnectionInfo) {
-    tracing::info!(target: "iwarp::cm", peer = display_peer(peer), "established: {}", Settled(info));
+/// The connection is in full operation with these parameters: an event of
+/// the connection's `span`, which names the peer.
+pub(crate) fn established(span: &tracing::Span, info: &ConnectionInfo) {
+    tracing::info!(target: "iwarp::cm", parent: span, "established: {}", Settled(info));
 }
 
 fn display_peer(peer: Option<SocketAddr>) -> tracing::field::DisplayValue<String> {

@@ -450,3 +450,33 @@ async fn crc_required_refuses_a_peer_without_crc() {
     assert!(client.info().framing_params().crc && server.info().framing_params().crc);
     exercise(&client, &c, &server, &s).await;
 }
+
+/// With `responder_sends_first`, the accepting end's first FPDU leaves at
+/// once, before the initiator has sent anything: what Linux `siw` does
+/// and what `ib_write_lat`'s server relies on. The raw initiator sends
+/// nothing and must still receive the responder's Send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responder_may_send_first_when_asked() {
+    let mut cfg = Config::default().crc(CrcPolicy::Off);
+    cfg.responder_sends_first = true;
+    let mut listener = Listener::bind("127.0.0.1:0", cfg).await.unwrap();
+    let addr = listener.local_addr();
+    let request = startup_frame(iwarp::FrameKind::Request, Revision::Rev2, false, b"");
+    let raw = tokio::spawn(async move { RawPeer::initiate(addr, &request).await });
+    let req = within("request", listener.accept()).await.unwrap();
+    let pd = new_pd();
+    let server = within("accept", req.accept(QpOptions::new(&pd), b""))
+        .await
+        .unwrap();
+    let (mut raw, _reply) = raw.await.unwrap();
+    let note = region_with(&pd, b"first!".to_vec());
+    server.post_send(7, note.sge(..).unwrap()).unwrap();
+    let ulpdu = within("the responder's Send", raw.next_ulpdu())
+        .await
+        .expect("a Send before the initiator's first FPDU");
+    // DDP untagged, last; RDMAP Send; queue 0, MSN 1, MO 0; the payload.
+    let mut want = hex("4143 00000000 00000000 00000001 00000000");
+    want.extend_from_slice(b"first!");
+    assert_eq!(ulpdu, want);
+    assert_eq!(next_send(&server).await.wr_id, 7);
+}

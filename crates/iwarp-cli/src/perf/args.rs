@@ -13,6 +13,8 @@ use std::net::IpAddr;
 use clap::Args;
 
 use super::error::PerfError;
+use super::perftest::params::{Options as PerftestOptions, Side};
+use super::perftest::{PerftestConfig, Role as PerftestRole};
 use super::spec::{
     CrcMode, FramingMode, IftCrc, Markers, Measure, Mode, MpaRev, PlacementMode, ProtocolKnobs,
     RunConfig, RunLength, TestKind, TestSpec, Transport, DEFAULT_ITERS_BW, DEFAULT_ITERS_LAT,
@@ -28,7 +30,12 @@ Examples:
   iwarp perf read lat -a                      loopback read latency, sizes 2 B .. 8 MiB
   iwarp perf --server                         serve tests on port 18515
   iwarp perf send bw -q 4 --connect host      4 connections to a server
-  iwarp perf --baseline tcp                   iWARP and plain TCP side by side")]
+  iwarp perf --baseline tcp                   iWARP and plain TCP side by side
+
+Against perftest (rdma_cm mode, -R at both ends, the same test and options on both):
+  iwarp perf write bw -R -s 4K -n 1000 --connect HOST   client of `ib_write_bw -R -s 4096 -n 1000`
+  iwarp perf send lat -R -s 64 --server                 server for `ib_send_lat -R -s 64 HOST`
+  iwarp perf read bw -R -a                               both ends here, over loopback")]
 pub struct PerfArgs {
     /// Operation under test.
     #[arg(value_enum)]
@@ -70,6 +77,27 @@ pub struct PerfArgs {
     #[arg(long)]
     pub warmup: Option<u64>,
 
+    /// Receive queue depth of Send tests: receives posted per connection (perftest `-r`;
+    /// --perftest only). [default: 512, at most -n]
+    #[arg(short = 'r', long = "rx-depth")]
+    pub rx_depth: Option<u32>,
+
+    /// Ask for a completion every this many operations of a bandwidth test (perftest `-Q`;
+    /// --perftest only). [default: 100, 1 above 8 KiB]
+    #[arg(short = 'Q', long = "cq-mod")]
+    pub cq_mod: Option<u32>,
+
+    /// Bidirectional bandwidth: both ends send, each prints the sum (perftest `-b`;
+    /// --perftest only).
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+
+    /// Speak perftest's own protocol, as its rdma_cm mode (`-R`) does: run against, or
+    /// serve, `ib_write_bw -R`, `ib_read_lat -R` and the rest. Both ends take the same test
+    /// and options (-s/-a, -n/-D, -q, -t, -r, -b), as perftest requires.
+    #[arg(short = 'R', long = "perftest", visible_alias = "rdma_cm")]
+    pub perftest: bool,
+
     /// Do not measure peak bandwidth (prints 0.00, like perftest -N).
     #[arg(short = 'N', long = "no-peak")]
     pub no_peak: bool,
@@ -103,7 +131,7 @@ pub struct PerfArgs {
     pub ift_crc: Option<IftCrc>,
 
     /// Serve tests (one client at a time) instead of running one.
-    #[arg(long, conflicts_with_all = ["connect", "baseline", "json", "report_gbits"])]
+    #[arg(long, conflicts_with_all = ["connect", "baseline", "json"])]
     pub server: bool,
 
     /// Run against a server at HOST or HOST:PORT instead of in-process loopback.
@@ -135,7 +163,7 @@ pub struct PerfArgs {
     pub json: bool,
 
     /// Report bandwidth in Gb/sec (10^9 bits) instead of MiB/sec.
-    #[arg(long = "report-gbits")]
+    #[arg(long = "report-gbits", visible_alias = "report_gbits")]
     pub report_gbits: bool,
 }
 
@@ -163,8 +191,95 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 impl PerfArgs {
+    /// Resolves a `--perftest` invocation: perftest's own options, checked here and given
+    /// perftest's defaults by [`Params`](super::perftest::params::Params).
+    pub fn resolve_perftest(&self) -> Result<PerftestConfig, PerfError> {
+        let native_only = [
+            (self.baseline.is_some(), "--baseline"),
+            (self.json, "--json"),
+            (self.transport != Transport::Iwarp, "--transport"),
+            (self.warmup.is_some(), "--warmup"),
+            (self.mpa_rev.is_some(), "--mpa-rev"),
+            (self.markers.is_some(), "--markers"),
+            (self.placement.is_some(), "--placement"),
+            (self.framing.is_some(), "--framing"),
+            (self.ift_crc.is_some(), "--ift-crc"),
+            (self.data_port != 0, "--data-port"),
+        ];
+        let given: Vec<&str> = native_only
+            .iter()
+            .filter(|(g, _)| *g)
+            .map(|(_, n)| *n)
+            .collect();
+        if !given.is_empty() {
+            return Err(PerfError::Usage(format!(
+                "{} not available with --perftest (perftest has no such option)",
+                given.join(", ")
+            )));
+        }
+        let duration = match self.duration {
+            None => None,
+            Some(d) if d >= 1.0 && d.fract() == 0.0 && d <= f64::from(u32::MAX) => Some(d as u32),
+            Some(d) => {
+                return Err(PerfError::Usage(format!(
+                    "-D {d}: perftest counts whole seconds, at least 1"
+                )))
+            }
+        };
+        let opts = PerftestOptions {
+            size: self.size,
+            all: self.all,
+            iters: self.iters,
+            duration,
+            tx_depth: self.tx_depth,
+            rx_depth: self.rx_depth,
+            qps: self.connections,
+            out_reads: self.outs,
+            cq_mod: self.cq_mod,
+            no_peak: self.no_peak,
+            gbits: self.report_gbits,
+            duplex: self.bidirectional,
+        };
+        let test = self.test.unwrap_or(TestKind::Write);
+        let measure = self.measure.unwrap_or(Measure::Bw);
+        let role = if self.server {
+            PerftestRole::Server {
+                bind: self.bind,
+                port: self.port,
+            }
+        } else if let Some(target) = &self.connect {
+            let (host, port) = split_host_port(target, self.port)?;
+            PerftestRole::Client { host, port }
+        } else {
+            PerftestRole::Loopback
+        };
+        let crc = match self.crc {
+            None | Some(CrcMode::Off) => iwarp::CrcPolicy::Off,
+            Some(CrcMode::On) => iwarp::CrcPolicy::Preferred,
+            Some(CrcMode::Required) => iwarp::CrcPolicy::Required,
+        };
+        let cfg = PerftestConfig {
+            test,
+            measure,
+            opts,
+            role,
+            crc,
+        };
+        // Check the options now, before any connection.
+        cfg.params(Side::Client)?;
+        Ok(cfg)
+    }
+
     /// Resolves defaults and checks the combination; returns the run configuration.
     pub fn resolve(&self) -> Result<RunConfig, PerfError> {
+        let perftest_only = [
+            (self.rx_depth.is_some(), "--rx-depth"),
+            (self.cq_mod.is_some(), "--cq-mod"),
+            (self.bidirectional, "--bidirectional"),
+        ];
+        if let Some((_, name)) = perftest_only.iter().find(|(g, _)| *g) {
+            return Err(PerfError::Usage(format!("{name} needs --perftest")));
+        }
         let protocol = ProtocolKnobs {
             mpa_rev: self.mpa_rev.unwrap_or(ProtocolKnobs::default().mpa_rev),
             crc: self.crc.unwrap_or(ProtocolKnobs::default().crc),
@@ -192,6 +307,7 @@ impl PerfArgs {
                 (self.placement.is_some(), "--placement"),
                 (self.framing.is_some(), "--framing"),
                 (self.ift_crc.is_some(), "--ift-crc"),
+                (self.report_gbits, "--report-gbits"),
             ];
             let given: Vec<&str> = shaping
                 .iter()

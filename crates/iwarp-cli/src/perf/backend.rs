@@ -74,6 +74,12 @@ pub trait ClientConn: Send + 'static {
     /// `size` octets each way for write and send (the loop reports half the time), one RDMA
     /// Read of `size` octets for read (the loop reports the whole time), like perftest.
     fn lat_op(&mut self) -> impl Future<Output = Result<()>> + Send;
+
+    /// The connection's counters in one line (`iwarp perf -v` prints them after the run),
+    /// or `None` if the transport keeps none.
+    fn counters(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The server's listener for the data connections of one session.
@@ -107,6 +113,11 @@ pub trait ServerConn: Send + 'static {
         size: u64,
         stop: Stop,
     ) -> impl Future<Output = Result<Option<PeerTally>>> + Send;
+
+    /// The connection's counters in one line, as [`ClientConn::counters`].
+    fn counters(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The end-of-phase signal for [`ServerConn::serve_phase`].

@@ -175,6 +175,17 @@ fn check(c: &Completion, what: &str) -> Result<()> {
     }
 }
 
+/// A connection's counters, as the engine keeps them, in a line naming both addresses.
+fn counters(qp: &QueuePair) -> String {
+    let stats = qp.stats();
+    format!(
+        "{} -> {}: {}",
+        qp.local_addr(),
+        qp.peer_addr(),
+        stats.connection
+    )
+}
+
 fn connection_gone(qp: &QueuePair, peer: &'static str, what: &str) -> PerfError {
     match qp.error() {
         Some(e) => PerfError::Protocol(format!("{what}: {e}")),
@@ -447,6 +458,10 @@ impl IwarpClient {
 }
 
 impl ClientConn for IwarpClient {
+    fn counters(&self) -> Option<String> {
+        Some(counters(&self.qp))
+    }
+
     async fn prepare(&mut self, size: u64, peer_info: &[u8]) -> Result<()> {
         let size = usize::try_from(size)
             .ok()
@@ -831,6 +846,10 @@ impl IwarpServerConn {
 }
 
 impl ServerConn for IwarpServerConn {
+    fn counters(&self) -> Option<String> {
+        Some(counters(&self.qp))
+    }
+
     async fn prepare_phase(&mut self, size: u64) -> Result<Vec<u8>> {
         if size == 0 || size > self.buf.len() as u64 {
             return Err(PerfError::Protocol(format!(

@@ -17,6 +17,7 @@
 //! | [`report`] | perftest-style table, side-by-side comparison, JSON |
 //! | [`progress`] | counters and the progress bar |
 //! | [`tcp`] | the plain-TCP baseline backend |
+//! | [`perftest`] | `--perftest`: a wire peer of perftest's rdma_cm mode, both roles |
 
 pub mod args;
 pub mod backend;
@@ -24,6 +25,7 @@ pub mod control;
 pub mod error;
 pub mod iwarp;
 pub mod measure;
+pub mod perftest;
 pub mod progress;
 pub mod report;
 pub mod session;
@@ -47,8 +49,13 @@ use report::{
 use session::ServerLog;
 use spec::{Mode, RunConfig, RunLength, Transport};
 
-/// Runs `iwarp perf` with parsed arguments.
-pub async fn run(args: PerfArgs) -> Result<()> {
+/// Runs `iwarp perf` with parsed arguments; with `counters` (`-v`), each iWARP data
+/// connection's counters are printed at the end of its session, both ends' in a loopback run
+/// (not in `--perftest` mode, whose output is perftest's).
+pub async fn run(args: PerfArgs, counters: bool) -> Result<()> {
+    if args.perftest {
+        return perftest::run(args.resolve_perftest()?).await;
+    }
     let cfg = args.resolve()?;
     match cfg.mode.clone() {
         Mode::Server {
@@ -58,7 +65,7 @@ pub async fn run(args: PerfArgs) -> Result<()> {
         } => {
             // A server serves whatever a client asks for: as many files as it may have.
             let _ = rlimit::increase_nofile_limit(u64::MAX);
-            run_server(bind, port, data_port).await
+            run_server(bind, port, data_port, counters).await
         }
         Mode::Loopback => {
             check_transports(&cfg)?;
@@ -72,8 +79,13 @@ pub async fn run(args: PerfArgs) -> Result<()> {
             let addr = listener
                 .local_addr()
                 .map_err(|e| PerfError::io("server", "reading the listener's address", e))?;
-            let server = tokio::spawn(session::serve(listener, ip, 0, ServerLog::Quiet));
-            let result = run_client(&cfg, &[addr], "loopback").await;
+            let log = ServerLog {
+                sessions: false,
+                // Standard output is the JSON document's alone.
+                counters: counters && !cfg.json,
+            };
+            let server = tokio::spawn(session::serve(listener, ip, 0, log));
+            let result = run_client(&cfg, &[addr], "loopback", counters).await;
             server.abort();
             result
         }
@@ -92,7 +104,7 @@ pub async fn run(args: PerfArgs) -> Result<()> {
                     reason: "no addresses".into(),
                 });
             }
-            run_client(&cfg, &addrs, "client").await
+            run_client(&cfg, &addrs, "client", counters).await
         }
     }
 }
@@ -141,7 +153,7 @@ pub fn out(line: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
-async fn run_server(bind: IpAddr, port: u16, data_port: u16) -> Result<()> {
+async fn run_server(bind: IpAddr, port: u16, data_port: u16, counters: bool) -> Result<()> {
     let addr = SocketAddr::new(bind, port);
     let listener = TcpListener::bind(addr)
         .await
@@ -153,7 +165,7 @@ async fn run_server(bind: IpAddr, port: u16, data_port: u16) -> Result<()> {
         "iwarp perf server listening on {local}; serving one client at a time, Ctrl-C to stop"
     ));
     tokio::select! {
-        () = session::serve(listener, bind, data_port, ServerLog::Stderr) => Ok(()),
+        () = session::serve(listener, bind, data_port, ServerLog { sessions: true, counters }) => Ok(()),
         r = tokio::signal::ctrl_c() => r.map_err(|e| PerfError::Io {
             what: "waiting for Ctrl-C".into(),
             source: e,
@@ -161,7 +173,12 @@ async fn run_server(bind: IpAddr, port: u16, data_port: u16) -> Result<()> {
     }
 }
 
-async fn run_client(cfg: &RunConfig, addrs: &[SocketAddr], mode: &'static str) -> Result<()> {
+async fn run_client(
+    cfg: &RunConfig,
+    addrs: &[SocketAddr],
+    mode: &'static str,
+    counters: bool,
+) -> Result<()> {
     let spec = cfg
         .spec
         .clone()
@@ -204,6 +221,7 @@ async fn run_client(cfg: &RunConfig, addrs: &[SocketAddr], mode: &'static str) -
             role,
             mode,
             server: &mut server,
+            counters,
         };
         let results =
             session::run_client(transport, addrs, &spec, &progress.counters(), &mut printer)
@@ -266,6 +284,8 @@ struct TablePrinter<'a> {
     role: Role,
     mode: &'static str,
     server: &'a mut String,
+    /// Print the data connections' counters (`-v`).
+    counters: bool,
 }
 
 impl session::Observer for TablePrinter<'_> {
@@ -287,6 +307,14 @@ impl session::Observer for TablePrinter<'_> {
     fn row(&mut self, row: &report::RowReport) {
         if !self.json {
             self.progress.println(&row_line(row, self.style));
+        }
+    }
+
+    fn counters(&mut self, lines: &[String]) {
+        if self.counters && !self.json {
+            for line in lines {
+                self.progress.println(line);
+            }
         }
     }
 }

@@ -19,7 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, Semaphore};
 use tokio::task::JoinSet;
 
-use super::backend::{Backend, DataListener, ServerConn, Stop};
+use super::backend::{Backend, ClientConn, DataListener, ServerConn, Stop};
 use super::control::{self, Control, ControlMsg, PeerTally, Phase, CONTROL_TIMEOUT};
 use super::error::{PerfError, Result};
 use super::iwarp::IwarpBackend;
@@ -49,6 +49,9 @@ pub trait Observer {
     fn connected(&mut self, server: SocketAddr);
     /// One size has been measured.
     fn row(&mut self, row: &RowReport);
+    /// Every size has been measured: `lines` are the counters of the data connections
+    /// that keep them (one per connection, with its index), before they close.
+    fn counters(&mut self, lines: &[String]);
 }
 
 /// Runs one client session of `transport` against the server at one of `addrs` (tried in
@@ -156,6 +159,7 @@ async fn client_session<B: Backend>(
         observer.row(&row);
         rows.push(row);
     }
+    observer.counters(&counter_lines("client", &conns, ClientConn::counters));
     // Wait for the server to close its end after Bye: it frees its session slot before it
     // closes, so a next session (the baseline, or another run) is never told "busy".
     if ctl.send(&ControlMsg::Bye).await.is_ok() {
@@ -215,13 +219,22 @@ async fn end_phase(
     }
 }
 
+/// The counters of each of `conns` that keeps them, a line each naming `side` and the index.
+fn counter_lines<C>(side: &str, conns: &[C], counters: fn(&C) -> Option<String>) -> Vec<String> {
+    let lines = conns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| counters(c).map(|line| format!("{side} data connection {i}: {line}")));
+    lines.collect()
+}
+
 /// Where server status lines go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ServerLog {
-    /// Nowhere (the in-process server of a loopback run).
-    Quiet,
+pub struct ServerLog {
     /// One line per session on stderr.
-    Stderr,
+    pub sessions: bool,
+    /// Each data connection's counters on stdout at the end of a session (`-v`).
+    pub counters: bool,
 }
 
 /// Serves sessions on `listener` one at a time, forever; data listeners bind to
@@ -233,7 +246,7 @@ pub async fn serve(listener: TcpListener, data_ip: IpAddr, data_port: u16, log: 
             Ok(x) => x,
             Err(e) => {
                 // Typically out of file descriptors: back off instead of spinning.
-                if log == ServerLog::Stderr {
+                if log.sessions {
                     eprintln!("iwarp perf server: accept failed: {e}");
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -252,15 +265,22 @@ pub async fn serve(listener: TcpListener, data_ip: IpAddr, data_port: u16, log: 
                 return;
             };
             let result = serve_session(&mut ctl, data_ip, data_port).await;
+            // Printed before the close, which the client waits for: a loopback run's lines
+            // come out in order.
+            if let (Ok((_, lines)), true) = (&result, log.counters) {
+                for line in lines {
+                    super::out(line);
+                }
+            }
             // Free the slot before closing the control connection: the client waits for the
             // close before it starts its next session.
             drop(permit);
             drop(ctl);
             match result {
-                Ok(summary) if log == ServerLog::Stderr => {
+                Ok((summary, _)) if log.sessions => {
                     eprintln!("iwarp perf server: {peer}: {summary}");
                 }
-                Err(e) if log == ServerLog::Stderr => {
+                Err(e) if log.sessions => {
                     eprintln!("iwarp perf server: {peer}: session failed: {e}");
                 }
                 _ => {}
@@ -269,12 +289,13 @@ pub async fn serve(listener: TcpListener, data_ip: IpAddr, data_port: u16, log: 
     }
 }
 
-/// Serves one session on an accepted control connection; returns a one-line summary.
+/// Serves one session on an accepted control connection; returns a one-line summary and
+/// the counters of its data connections.
 pub async fn serve_session(
     ctl: &mut Control<TcpStream>,
     data_ip: IpAddr,
     data_port: u16,
-) -> Result<String> {
+) -> Result<(String, Vec<String>)> {
     let (transport, spec) = match ctl.recv_reply("waiting for the client's hello").await? {
         ControlMsg::Hello {
             transport, spec, ..
@@ -295,12 +316,15 @@ pub async fn serve_session(
         Transport::Iwarp => serve_with(&IwarpBackend, ctl, &spec, data_ip, data_port).await,
     };
     match result {
-        Ok(()) => Ok(format!(
-            "{} {} over {transport}, {} size(s), {} connection(s): done",
-            spec.test,
-            spec.measure,
-            spec.sizes.len(),
-            spec.connections
+        Ok(counters) => Ok((
+            format!(
+                "{} {} over {transport}, {} size(s), {} connection(s): done",
+                spec.test,
+                spec.measure,
+                spec.sizes.len(),
+                spec.connections
+            ),
+            counters,
         )),
         Err(e) => {
             refuse(ctl, &e).await;
@@ -333,7 +357,7 @@ async fn serve_with<B: Backend>(
     spec: &TestSpec,
     data_ip: IpAddr,
     data_port: u16,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let mut listener = backend.listen(data_ip, data_port, spec).await?;
     let session = next_session_id();
     ctl.send(&ControlMsg::Welcome {
@@ -379,7 +403,7 @@ async fn serve_with<B: Backend>(
                 }
                 serve_phase(ctl, &mut conns, size).await?;
             }
-            ControlMsg::Bye => return Ok(()),
+            ControlMsg::Bye => return Ok(counter_lines("server", &conns, ServerConn::counters)),
             other => return Err(control::unexpected(&other, "start_phase or bye")),
         }
     }

@@ -7,11 +7,11 @@ use crate::rdmap::{ProtocolError, TerminateMessage};
 
 /// Why a connection stopped moving data: the first reason, kept for the
 /// user.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectionError {
     /// The peer terminated the stream with this Terminate message.
-    #[error("peer terminated the stream: {0:?}")]
+    #[error("peer terminated the stream: {0}")]
     TerminateReceived(TerminateMessage),
     /// This end found an error and terminated the stream.
     #[error("terminated the stream: {0}")]

@@ -49,11 +49,17 @@
 //! - **Timeouts**: an idle timeout (nothing received) loses the
 //!   connection; a graceful close the peer does not answer within the
 //!   disconnect timeout becomes an abortive one.
+//!
+//! What it carried and met is counted in [`ConnectionStats`]
+//! ([`Connection::stats`]), and the steps of its life (state changes,
+//! Terminates, the RTR, FINs, why it stopped) come out as
+//! [`Event::Notice`]s, for a runtime's log.
 
 mod config;
 mod error;
 mod event;
 mod receive;
+mod stats;
 mod transmit;
 
 use std::collections::VecDeque;
@@ -61,7 +67,9 @@ use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::framing::{AnyDeframer, AnyFramer, Framer, LlpErrorCode};
+use crate::framing::{
+    AnyDeframer, AnyFramer, Deframer, Framer, FramingError, LlpError, LlpErrorCode,
+};
 use crate::ift::{IftReceiver, IftTransmitter};
 use crate::memory::{MemoryTable, STag};
 use crate::mpa::startup::RtrType;
@@ -73,8 +81,9 @@ use crate::rdmap::{
 
 pub use config::{ConnectionConfig, FramingSetup};
 pub use error::{ConnectionError, LossReason};
-pub use event::Event;
+pub use event::{Event, Notice};
 pub use receive::DirectRead;
+pub use stats::ConnectionStats;
 pub use transmit::{MAX_BATCH_OCTETS, MAX_BATCH_ULPDUS, MAX_IOV};
 
 use transmit::TxHalf;
@@ -103,8 +112,8 @@ pub struct Connection {
     /// This end asked for the graceful close.
     closing_locally: bool,
     finished: bool,
-    /// The RTR message has not completed yet.
-    rtr_outstanding: bool,
+    /// The RTR message sent, until it has completed.
+    rtr_outstanding: Option<RtrType>,
     /// Send-queue completions waiting for a partly written batch.
     held: VecDeque<Completion>,
     events: VecDeque<Event>,
@@ -112,6 +121,9 @@ pub struct Connection {
     last_input: Instant,
     disconnect_timeout: Duration,
     disconnect_deadline: Option<Instant>,
+    /// The counters kept as things happen; the rest of
+    /// [`Connection::stats`] is read from the framing and the queue pair.
+    stats: ConnectionStats,
 }
 
 impl Connection {
@@ -152,13 +164,14 @@ impl Connection {
             read_closed: false,
             closing_locally: false,
             finished: false,
-            rtr_outstanding: config.rtr.is_some(),
+            rtr_outstanding: config.rtr,
             held: VecDeque::with_capacity(64),
             events: VecDeque::with_capacity(64),
             idle_timeout: config.idle_timeout,
             last_input: now,
             disconnect_timeout: config.disconnect_timeout,
             disconnect_deadline: None,
+            stats: ConnectionStats::default(),
         })
     }
 
@@ -212,6 +225,19 @@ impl Connection {
     /// Octets written over the connection's life.
     pub fn octets_written(&self) -> u64 {
         self.tx.octets
+    }
+
+    /// What the connection has carried and met so far: octets and PDUs
+    /// each way, framing errors, Terminates, messages by type.
+    pub fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            octets_sent: self.tx.octets,
+            octets_received: self.deframer.offset(),
+            pdus_sent: self.tx.pdus_written(),
+            pdus_received: self.deframer.pdus_received(),
+            messages: self.qp.message_counters(),
+            ..self.stats
+        }
     }
 
     /// The EMSS the MULPDU follows now.
@@ -385,6 +411,8 @@ impl Connection {
             return;
         }
         if self.disconnect_deadline.is_some_and(|d| now >= d) {
+            self.events
+                .push_back(Event::Notice(Notice::DisconnectTimedOut));
             self.abort();
             return;
         }
@@ -407,7 +435,17 @@ impl Connection {
     fn note(&mut self, e: ConnectionError) {
         if self.error.is_none() {
             self.error = Some(e);
+            self.events.push_back(Event::Notice(Notice::Stopped(e)));
         }
+    }
+
+    /// A framing error (CRC, marker) stopped the received stream: it is
+    /// counted, and the queue pair queues the Terminate naming it.
+    fn framing_failed(&mut self, e: FramingError) {
+        self.stats.framing_error(&e);
+        self.note(ConnectionError::Framing(e));
+        self.qp.handle_llp_error(e.llp_code());
+        self.read_closed = true;
     }
 
     /// Closes both ways now: nothing more is written or read.
@@ -448,14 +486,25 @@ impl Connection {
     fn settle_now(&mut self) {
         while let Some(event) = self.qp.poll_event() {
             match event {
-                QpEvent::TerminateSent(_) => self.close_after_flush = true,
+                QpEvent::TerminateSent(m) => {
+                    self.stats.terminates_sent += 1;
+                    self.events
+                        .push_back(Event::Notice(Notice::TerminateSent(m)));
+                    self.close_after_flush = true;
+                }
                 QpEvent::TerminateReceived(m) => {
+                    self.stats.terminates_received += 1;
+                    self.events
+                        .push_back(Event::Notice(Notice::TerminateReceived(m)));
                     self.note(ConnectionError::TerminateReceived(m));
                     self.close_after_flush = true;
                 }
                 QpEvent::LocalError(e) => self.note(ConnectionError::TerminateSent(e)),
                 QpEvent::ReadyToClose => self.fin_after_flush = true,
-                _ => {}
+                QpEvent::StateChanged(s) => {
+                    self.events
+                        .push_back(Event::Notice(Notice::StateChanged(s)));
+                }
             }
         }
         // A batch still partly unwritten once the write side is closed
@@ -496,9 +545,14 @@ impl Connection {
 
     /// Reports one completion.
     fn deliver(&mut self, mut c: Completion, unwritten: bool) {
-        if self.rtr_outstanding && c.wr_id == RTR_WR_ID && c.opcode != CompletionOpcode::Recv {
-            self.rtr_outstanding = false;
-            return;
+        if let Some(rtr) = self.rtr_outstanding {
+            if c.wr_id == RTR_WR_ID && c.opcode != CompletionOpcode::Recv {
+                self.rtr_outstanding = None;
+                if c.status == CompletionStatus::Success && !unwritten {
+                    self.events.push_back(Event::Notice(Notice::RtrSent(rtr)));
+                }
+                return;
+            }
         }
         if unwritten
             && c.status == CompletionStatus::Success

@@ -15,10 +15,11 @@ use std::time::Instant;
 
 use arrayvec::ArrayVec;
 
-use crate::framing::{Deframer, FeedError, LlpError, LlpErrorCode, Span};
+use crate::framing::{Deframer, FeedError, LlpErrorCode, Span};
 use crate::mpa::Placement;
 
 use super::error::{ConnectionError, LossReason};
+use super::event::{Event, Notice};
 use super::Connection;
 use crate::framing::AnyDeframer;
 
@@ -60,9 +61,7 @@ impl Connection {
         let used = match self.deframer.receive(input, &mut self.qp) {
             Ok(used) => used,
             Err(FeedError::Framing(f)) => {
-                self.note(ConnectionError::Framing(f));
-                self.qp.handle_llp_error(f.llp_code());
-                self.read_closed = true;
+                self.framing_failed(f);
                 input.len()
             }
             // The queue pair refused a segment and queued a Terminate.
@@ -88,6 +87,7 @@ impl Connection {
     fn release_hold(&mut self) {
         if self.tx.held && self.deframer.pdus_received() > 0 {
             self.tx.held = false;
+            self.events.push_back(Event::Notice(Notice::HoldLifted));
         }
     }
 
@@ -100,6 +100,7 @@ impl Connection {
             return;
         }
         self.read_closed = true;
+        self.events.push_back(Event::Notice(Notice::PeerFin));
         if self.deframer.at_boundary() && self.unconsumed == 0 {
             self.note(if self.closing_locally {
                 ConnectionError::LocallyClosed
@@ -259,10 +260,12 @@ impl Connection {
         if octets > 0 {
             self.last_input = now;
         }
+        if placed > 0 {
+            self.stats.direct_reads += 1;
+            self.stats.direct_octets += placed as u64;
+        }
         if let Some(e) = framing_error {
-            self.note(ConnectionError::Framing(e));
-            self.qp.handle_llp_error(e.llp_code());
-            self.read_closed = true;
+            self.framing_failed(e);
         }
         self.unconsumed = 0;
         self.settle();

@@ -169,6 +169,12 @@ impl TxHalf {
         Ok(write(&iov))
     }
 
+    /// PDUs whose every octet was written: all those framed, less the
+    /// pending batch's.
+    pub(super) fn pdus_written(&self) -> u64 {
+        self.framer.pdus_sent() - self.pending.len() as u64
+    }
+
     /// Records `n` more octets of the pending batch as written. Returns
     /// true when that completed the batch.
     pub(super) fn written(&mut self, n: usize) -> bool {

@@ -6,6 +6,7 @@
 //! Invalidate), RDMA Write, RDMA Read (requester and responder), Terminate,
 //! completions and teardown.
 
+mod counters;
 mod early;
 mod error;
 mod opcode;
@@ -18,6 +19,7 @@ mod transmit;
 mod tx;
 mod work;
 
+pub use counters::{MessageCounters, OneSidedCounters};
 pub use error::{OperationError, ProtectionError, ProtocolError, RdmapError};
 pub use opcode::{
     control_opcode, control_version, Opcode, QN_READ_REQUEST, QN_SEND, QN_TERMINATE, RDMAP_VERSION,
@@ -31,6 +33,6 @@ pub use terminate::{
 };
 pub use transmit::{InlinePayload, LockedTransmit, Transmit, TxPayload};
 pub use work::{
-    Completion, CompletionOpcode, CompletionStatus, Event, OneSidedCounters, PostError, QpState,
-    QueuePairConfig, SendFlags, Sge,
+    Completion, CompletionOpcode, CompletionStatus, Event, PostError, QpState, QueuePairConfig,
+    SendFlags, Sge,
 };

@@ -25,6 +25,7 @@ use crate::framing::mulpdu::MAX_ULPDU;
 use crate::framing::LlpErrorCode;
 use crate::memory::{Access, MemoryTable, RegionSlice, STag};
 
+use super::counters::{MessageCounters, OneSidedCounters};
 use super::error::{ProtocolError, RdmapError};
 use super::opcode::Opcode;
 use super::read_request::ReadRequest;
@@ -32,8 +33,8 @@ use super::rx::Rx;
 use super::terminate::{TerminateMessage, TerminatedDdp, TERMINATE_MAX_LEN};
 use super::tx::TxMessage;
 use super::work::{
-    Completion, CompletionOpcode, CompletionStatus, Event, OneSidedCounters, PostError, QpState,
-    QueuePairConfig, SendFlags, Sge,
+    Completion, CompletionOpcode, CompletionStatus, Event, PostError, QpState, QueuePairConfig,
+    SendFlags, Sge,
 };
 
 /// A send-queue work request, kept until it completes so that
@@ -133,7 +134,7 @@ pub struct QueuePair {
     pub(super) events: VecDeque<Event>,
     pub(super) terminate_out: Option<TerminateMessage>,
     ready_to_close_sent: bool,
-    pub(super) one_sided: OneSidedCounters,
+    pub(super) counters: MessageCounters,
 }
 
 impl QueuePair {
@@ -163,13 +164,18 @@ impl QueuePair {
             events: VecDeque::with_capacity(16),
             terminate_out: None,
             ready_to_close_sent: false,
-            one_sided: OneSidedCounters::default(),
+            counters: MessageCounters::default(),
         }
     }
 
     /// The peer's one-sided operations on this end's memory so far.
     pub fn one_sided_counters(&self) -> OneSidedCounters {
-        self.one_sided
+        self.counters.one_sided()
+    }
+
+    /// The messages sent and received so far, by type.
+    pub fn message_counters(&self) -> MessageCounters {
+        self.counters
     }
 
     /// The current state.

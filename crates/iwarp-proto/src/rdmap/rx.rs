@@ -728,9 +728,9 @@ impl QueuePair {
                     next_to: h.to.wrapping_add(len as u64),
                 });
                 if opcode == Opcode::RdmaWrite {
-                    self.one_sided.write_octets_received += u64::from(len);
+                    self.counters.write_octets_received += u64::from(len);
                     if h.last {
-                        self.one_sided.writes_received += 1;
+                        self.counters.writes_received += 1;
                     }
                 }
                 if opcode == Opcode::ReadResponse {
@@ -738,8 +738,10 @@ impl QueuePair {
                     // flushed since, which stops receiving first.
                     let head = self.orq.front_mut().ok_or(WORK_GONE)?;
                     head.received += len;
+                    self.counters.read_response_octets_received += u64::from(len);
                     if h.last {
                         let (seq, received) = (head.seq, head.received);
+                        self.counters.read_responses_received += 1;
                         self.orq.pop_front();
                         self.complete_sq(seq, CompletionStatus::Success, received);
                         self.read_finished();
@@ -815,6 +817,8 @@ impl QueuePair {
             }
         }
         let recv = self.rq.pop_front().ok_or(WORK_GONE)?;
+        self.counters.sends_received += 1;
+        self.counters.send_octets_received += u64::from(byte_len);
         self.push_completion(Completion {
             wr_id: recv.wr_id,
             status: CompletionStatus::Success,
@@ -856,6 +860,7 @@ impl QueuePair {
             }
         };
         let seg_len = u16::try_from(self.rx.ulpdu_len).ok();
+        self.counters.read_requests_received += 1;
         self.irq.push_back(ReadJob {
             source,
             request,

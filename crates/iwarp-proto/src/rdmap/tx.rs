@@ -316,16 +316,25 @@ impl QueuePair {
         let t = Transmit::new(&header, payload);
         if span.last {
             self.tx = None;
+            let counters = &mut self.counters;
             match kind {
-                TxKind::Send { seq, .. } | TxKind::Write { seq, .. } => {
+                TxKind::Send { seq, .. } => {
                     let len = self.sq_slots[(seq - self.sq_base) as usize].byte_len;
+                    counters.sends_sent += 1;
+                    counters.send_octets_sent += u64::from(len);
                     self.complete_sq(seq, CompletionStatus::Success, len);
                 }
-                TxKind::ReadRequest { .. } => {}
+                TxKind::Write { seq, .. } => {
+                    let len = self.sq_slots[(seq - self.sq_base) as usize].byte_len;
+                    counters.writes_sent += 1;
+                    counters.write_octets_sent += u64::from(len);
+                    self.complete_sq(seq, CompletionStatus::Success, len);
+                }
+                TxKind::ReadRequest { .. } => counters.read_requests_sent += 1,
                 TxKind::ReadResponse { .. } => {
                     if let Some(job) = self.irq.pop_front() {
-                        self.one_sided.read_responses_sent += 1;
-                        self.one_sided.read_response_octets_sent += u64::from(job.request.size);
+                        counters.read_responses_sent += 1;
+                        counters.read_response_octets_sent += u64::from(job.request.size);
                     }
                 }
             }

@@ -174,19 +174,3 @@ pub enum Event {
     /// Graceful close: all queued work is done, the LLP may be closed.
     ReadyToClose,
 }
-
-/// What the remote side did to this end's memory: one-sided operations
-/// leave no completion at their target, so these counts are the only
-/// record the target has of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct OneSidedCounters {
-    /// RDMA Write messages received completely (last segment placed and
-    /// validated).
-    pub writes_received: u64,
-    /// Payload octets placed by received RDMA Write segments.
-    pub write_octets_received: u64,
-    /// RDMA Read Responses sent completely, answering the peer's Reads.
-    pub read_responses_sent: u64,
-    /// Payload octets of those Read Responses.
-    pub read_response_octets_sent: u64,
-}

@@ -9,7 +9,7 @@ use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use iwarp_proto::connection::{Connection, ConnectionConfig, Event};
+use iwarp_proto::connection::{Connection, ConnectionConfig, Event, Notice};
 use iwarp_proto::ift::{settle, IftConfig, Phase};
 use iwarp_proto::memory::{Access, MemoryTable, ProtectionDomain, StreamId};
 use iwarp_proto::mpa::startup::{Established, Revision, Role, RtrType};
@@ -67,6 +67,8 @@ pub struct Seen {
     pub eof: bool,
     /// Payload octets placed by direct reads.
     pub placed_directly: usize,
+    /// The notices, in order (none may follow `Finished`).
+    pub notices: Vec<Notice>,
 }
 
 /// One end: its memory, its connection and what it saw.
@@ -173,6 +175,7 @@ impl End {
                     out.fin = true;
                 }
                 Event::Finished => self.seen.finished += 1,
+                Event::Notice(n) => self.seen.notices.push(n),
                 _ => {}
             }
         }

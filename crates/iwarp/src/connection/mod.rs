@@ -16,7 +16,11 @@
 //! own context, with no task switch, and a Read Response goes out as soon
 //! as the reader has taken the request. The writer task only steps in
 //! when the socket is full.
+//!
+//! Each connection has a `tracing` span, which its events name as their
+//! parent (`log.rs`).
 
+mod log;
 mod rx;
 
 use std::collections::HashMap;
@@ -64,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) info: ConnectionInfo,
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
+    /// The connection's span: both addresses, role, framing.
+    pub(crate) span: tracing::Span,
 }
 
 #[derive(Debug)]
@@ -107,6 +113,7 @@ impl Shared {
         let rx = RxPath::new(conn.verifies_first(), s.leftover);
         let mut info = s.info;
         info.mulpdu = conn.qp().mulpdu();
+        let span = log::span(local, peer, &info);
         let shared = Arc::new(Self {
             inner: Mutex::new(Inner {
                 conn,
@@ -123,6 +130,7 @@ impl Shared {
             info,
             peer,
             local,
+            span,
         });
         tokio::spawn(reader(shared.clone()));
         tokio::spawn(writer(shared.clone()));
@@ -192,20 +200,24 @@ impl Shared {
             match event {
                 Event::Completion(c) => self.deliver(inner, c),
                 Event::SendFin => {
+                    log::send_fin(&self.span);
                     let _ = SockRef::from(&self.stream).shutdown(Shutdown::Write);
                     self.tx_wake.notify_one();
                 }
                 Event::Close => {
+                    log::close(&self.span);
                     let _ = SockRef::from(&self.stream).shutdown(Shutdown::Both);
                     self.tx_wake.notify_one();
                 }
                 Event::Finished => {
+                    log::finished(&self.span, inner.conn.error(), &inner.conn.stats());
                     // Nothing can complete any more: those waiting for a
                     // completion learn that the connection ended.
                     inner.waiters.clear();
                     self.tx_wake.notify_one();
                     self.done.notify_waiters();
                 }
+                Event::Notice(n) => log::notice(&self.span, &n),
                 _ => {}
             }
         }
@@ -214,6 +226,7 @@ impl Shared {
 
     /// Hands one completion to its waiter or queue.
     fn deliver(&self, inner: &mut Inner, c: Completion) {
+        log::completion(&self.span, &c);
         if c.wr_id & INTERNAL_WR != 0 {
             if let Some(waiter) = inner.waiters.remove(&c.wr_id) {
                 let _ = waiter.send(c);
@@ -239,14 +252,24 @@ impl Shared {
 
     /// Every user handle was dropped: close the connection.
     pub(crate) fn abandon(&self) {
-        self.with_engine(|inner| inner.conn.abort());
+        self.with_engine(|inner| {
+            if !inner.conn.is_finished() {
+                log::abandoned(&self.span);
+            }
+            inner.conn.abort();
+        });
     }
 
     /// Starts a graceful close, and waits until it is done or its timeout
     /// (the connection's disconnect timeout) has turned it into an
     /// abortive one.
     pub(crate) async fn disconnect(&self) {
-        self.with_engine(|inner| inner.conn.close_gracefully(Instant::now()));
+        self.with_engine(|inner| {
+            if !inner.conn.is_finished() {
+                log::disconnect(&self.span);
+            }
+            inner.conn.close_gracefully(Instant::now());
+        });
         loop {
             let notified = self.done.notified();
             let deadline = {
