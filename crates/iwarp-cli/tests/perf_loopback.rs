@@ -122,6 +122,60 @@ fn every_test_kind_moves_exactly_the_specified_bytes() {
 }
 
 #[test]
+fn ift_framing_moves_exactly_the_specified_bytes() {
+    // IFT carries no private data in its startup: each data connection's
+    // hello is its first Send, so several connections, each kind, and a
+    // separate server (which learns the framing from the client's spec).
+    let server = Server::start();
+    let target = format!("127.0.0.1:{}", server.port);
+    for (test, crc, markers) in [
+        ("write", "both", "none"),
+        ("read", "header", "both"),
+        ("send", "none", "rx"),
+    ] {
+        let knobs = ["--framing", "ift", "--ift-crc", crc, "--markers", markers];
+        let common = [
+            test, "bw", "-s", "3000", "-n", "20", "-q", "3", "--warmup", "2",
+        ];
+        let loopback = perf_json(&[&common[..], &knobs[..]].concat());
+        assert_eq!(loopback["spec"]["protocol"]["framing"], "ift");
+        assert_eq!(loopback["spec"]["protocol"]["ift_crc"], crc);
+        check_row(&loopback["runs"][0]["results"][0], 3000, 20, 3);
+        let remote = perf_json(&[&common[..], &knobs[..], &["--connect", &target]].concat());
+        check_row(&remote["runs"][0]["results"][0], 3000, 20, 3);
+    }
+}
+
+/// A run whose connections cannot fit under the hard limit on open files
+/// fails at once, saying so; under a low soft limit alone it raises the
+/// soft limit and runs.
+#[cfg(target_os = "linux")]
+#[test]
+fn open_file_limit_is_raised_or_reported() {
+    let run = |limits: &str| {
+        let script = format!("{limits}; exec \"$0\" perf write bw -s 1K -n 20 -q 120");
+        let child = Command::new("sh")
+            .args(["-c", &script, BIN])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sh");
+        output_bounded(child, LIMIT, &format!("iwarp perf under {limits}"))
+    };
+    let out = run("ulimit -n 100");
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("RLIMIT_NOFILE"), "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "nothing printed before the check");
+    // Only the soft limit low: raised to the hard one, if that is enough.
+    let out = run("ulimit -Sn 100 && ulimit -Hn 400 2>/dev/null || exit 77");
+    if out.status.code() != Some(77) {
+        assert!(out.status.success(), "{}", out.stderr);
+        assert!(out.stdout.contains("120 connections"), "{}", out.stdout);
+    }
+}
+
+#[test]
 fn all_sizes_sweep_reports_every_power_of_two() {
     let report = perf_json(&["write", "bw", "-a", "-n", "5", "--warmup", "0"]);
     let rows = report["runs"][0]["results"].as_array().expect("results");

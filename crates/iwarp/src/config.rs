@@ -193,9 +193,10 @@ pub struct QpOptions {
 
 impl QpOptions {
     /// A queue pair in `pd` (and `pd`'s device) with one new completion
-    /// queue for both sides.
+    /// queue for both sides, which grows as completions wait in it (an
+    /// idle queue pair holds none).
     pub fn new(pd: &ProtectionDomain) -> Self {
-        let cq = CompletionQueue::new(1024);
+        let cq = CompletionQueue::default();
         Self {
             pd: pd.clone(),
             send_cq: cq.clone(),

@@ -16,9 +16,10 @@ use super::error::PerfError;
 use super::perftest::params::{Options as PerftestOptions, Side};
 use super::perftest::{PerftestConfig, Role as PerftestRole};
 use super::spec::{
-    CrcMode, Markers, Measure, Mode, MpaRev, PlacementMode, ProtocolKnobs, RunConfig, RunLength,
-    TestKind, TestSpec, Transport, DEFAULT_ITERS_BW, DEFAULT_ITERS_LAT, DEFAULT_OUTS, DEFAULT_PORT,
-    DEFAULT_SIZE_BW, DEFAULT_SIZE_LAT, DEFAULT_TX_DEPTH, DEFAULT_WARMUP_LAT, MAX_SWEEP_SIZE,
+    CrcMode, FramingMode, IftCrc, Markers, Measure, Mode, MpaRev, PlacementMode, ProtocolKnobs,
+    RunConfig, RunLength, TestKind, TestSpec, Transport, DEFAULT_ITERS_BW, DEFAULT_ITERS_LAT,
+    DEFAULT_OUTS, DEFAULT_PORT, DEFAULT_SIZE_BW, DEFAULT_SIZE_LAT, DEFAULT_TX_DEPTH,
+    DEFAULT_WARMUP_LAT, MAX_SWEEP_SIZE,
 };
 
 /// `iwarp perf`: perftest-style bandwidth and latency tests, iWARP against plain TCP.
@@ -119,6 +120,16 @@ pub struct PerfArgs {
     #[arg(long, value_enum)]
     pub placement: Option<PlacementMode>,
 
+    /// Framing under DDP: mpa (with --mpa-rev, --crc, --placement) or ift (with --ift-crc);
+    /// --markers applies to both. [default: mpa]
+    #[arg(long, value_enum)]
+    pub framing: Option<FramingMode>,
+
+    /// IFT's CRC fields, sent and checked both ways: both, header, payload or none.
+    /// [default: both]
+    #[arg(long = "ift-crc", value_enum)]
+    pub ift_crc: Option<IftCrc>,
+
     /// Serve tests (one client at a time) instead of running one.
     #[arg(long, conflicts_with_all = ["connect", "baseline", "json"])]
     pub server: bool,
@@ -191,6 +202,8 @@ impl PerfArgs {
             (self.mpa_rev.is_some(), "--mpa-rev"),
             (self.markers.is_some(), "--markers"),
             (self.placement.is_some(), "--placement"),
+            (self.framing.is_some(), "--framing"),
+            (self.ift_crc.is_some(), "--ift-crc"),
             (self.data_port != 0, "--data-port"),
         ];
         let given: Vec<&str> = native_only
@@ -272,6 +285,8 @@ impl PerfArgs {
             crc: self.crc.unwrap_or(ProtocolKnobs::default().crc),
             markers: self.markers.unwrap_or(ProtocolKnobs::default().markers),
             placement: self.placement.unwrap_or(ProtocolKnobs::default().placement),
+            framing: self.framing.unwrap_or_default(),
+            ift_crc: self.ift_crc.unwrap_or_default(),
         };
         if self.server {
             let shaping = [
@@ -290,6 +305,8 @@ impl PerfArgs {
                 (self.crc.is_some(), "--crc"),
                 (self.markers.is_some(), "--markers"),
                 (self.placement.is_some(), "--placement"),
+                (self.framing.is_some(), "--framing"),
+                (self.ift_crc.is_some(), "--ift-crc"),
                 (self.report_gbits, "--report-gbits"),
             ];
             let given: Vec<&str> = shaping
@@ -506,6 +523,16 @@ mod tests {
         );
         assert!(parse(&["--placement", "sideways"]).is_err());
         assert!(parse(&["--server", "--placement", "direct"])
+            .unwrap()
+            .resolve()
+            .is_err());
+        let ift = spec(&["--framing", "ift", "--ift-crc", "header"]).protocol;
+        assert_eq!(
+            (ift.framing, ift.ift_crc),
+            (FramingMode::Ift, IftCrc::Header)
+        );
+        assert_eq!(spec(&[]).protocol.framing, FramingMode::Mpa);
+        assert!(parse(&["--server", "--framing", "ift"])
             .unwrap()
             .resolve()
             .is_err());

@@ -44,6 +44,20 @@ pub enum PerfError {
         /// The OS error.
         source: io::Error,
     },
+    /// The process may not open enough files for the connections asked for.
+    #[error(
+        "{connections} connections need about {needed} open files, but this process may open \
+         only {limit} (RLIMIT_NOFILE, raised to its hard limit); raise the hard limit \
+         (`ulimit -Hn`) or ask for fewer connections"
+    )]
+    FileLimit {
+        /// Connections asked for.
+        connections: u32,
+        /// Descriptors they need, with a margin.
+        needed: u64,
+        /// The soft limit in force.
+        limit: u64,
+    },
     /// The peer closed or reset a connection in the middle of the test.
     #[error("{peer} closed the connection during the test ({what})")]
     PeerGone {

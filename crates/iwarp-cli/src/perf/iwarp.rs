@@ -40,7 +40,9 @@
 //!
 //! A data connection identifies itself with its session and index in the
 //! MPA Request's private data (`IWPF`, session, index); the server rejects
-//! a request for another session with a reason in its Reply.
+//! a request for another session with a reason in its Reply. IFT's startup
+//! carries no private data: there the same hello is the connection's first
+//! Send, into a receive the server posted when accepting.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -53,7 +55,7 @@ use super::backend::{Backend, ClientConn, DataListener, ServerConn, Stop};
 use super::control::PeerTally;
 use super::error::{PerfError, Result};
 use super::spec::{
-    CrcMode, Markers, Measure, MpaRev, PlacementMode, TestKind, TestSpec, Transport,
+    CrcMode, FramingMode, Markers, Measure, MpaRev, PlacementMode, TestKind, TestSpec, Transport,
 };
 
 /// The magic opening a data connection's private data.
@@ -66,6 +68,10 @@ const ACK_LEN: usize = 8;
 const SLACK: usize = 16;
 /// The work request id of a Write fence (a zero-length RDMA Read).
 const FENCE_WR: u64 = 1 << 62;
+/// The work request id of the receive an IFT data connection's hello arrives in.
+const HELLO_WR: u64 = 1 << 61;
+/// How long an IFT data connection has to send its hello once accepted.
+const HELLO_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Fences in flight at most (each is an outstanding Read, within the ORD).
 const MAX_FENCES: usize = 8;
 
@@ -85,12 +91,18 @@ enum Side {
 /// requests them; `tx` means the server requests them.
 fn config(spec: &TestSpec, side: Side) -> Config {
     let knobs = spec.protocol;
-    let mut c = match knobs.mpa_rev {
-        MpaRev::V0 => Config::with_revision(Revision::Rev0),
-        MpaRev::V1 => Config::with_revision(Revision::Rev1),
-        MpaRev::V2 => Config::with_revision(Revision::Rev2),
-        MpaRev::Immediate => Config::immediate_start(),
+    let mut c = match (knobs.framing, knobs.mpa_rev) {
+        (FramingMode::Ift, _) => Config::ift(),
+        (_, MpaRev::V0) => Config::with_revision(Revision::Rev0),
+        (_, MpaRev::V1) => Config::with_revision(Revision::Rev1),
+        (_, MpaRev::V2) => Config::with_revision(Revision::Rev2),
+        (_, MpaRev::Immediate) => Config::immediate_start(),
     };
+    let (header_crc, payload_crc) = knobs.ift_crc.fields();
+    c.ift.header_crc = header_crc;
+    c.ift.check_header_crc = header_crc;
+    c.ift.payload_crc = payload_crc;
+    c.ift.check_payload_crc = payload_crc;
     c.startup.crc = match knobs.crc {
         CrcMode::On => iwarp::CrcPolicy::Preferred,
         CrcMode::Off => iwarp::CrcPolicy::Off,
@@ -100,6 +112,12 @@ fn config(spec: &TestSpec, side: Side) -> Config {
         (side, knobs.markers),
         (Side::Client, Markers::Rx | Markers::Both) | (Side::Server, Markers::Tx | Markers::Both)
     );
+    // IFT: either end sends markers if the other asks, at MPA's interval.
+    c.ift.send_markers = true;
+    c.ift.receive_markers = c
+        .startup
+        .request_markers
+        .then_some(iwarp::proto::framing::MarkerInterval::DEFAULT);
     c.placement = match knobs.placement {
         PlacementMode::Direct => Placement::Direct,
         PlacementMode::Verified => Placement::Verified,
@@ -213,7 +231,10 @@ impl Backend for IwarpBackend {
         hello[..4].copy_from_slice(HELLO_MAGIC);
         hello[4..12].copy_from_slice(&session.to_be_bytes());
         hello[12..].copy_from_slice(&index.to_be_bytes());
-        let qp = iwarp::connect(addr, &config(spec, Side::Client), qp_options(&pd), &hello)
+        // IFT's startup carries no private data: the hello goes as the first Send instead.
+        let ift = spec.protocol.framing == FramingMode::Ift;
+        let private = if ift { &[][..] } else { &hello[..] };
+        let qp = iwarp::connect(addr, &config(spec, Side::Client), qp_options(&pd), private)
             .await
             .map_err(|e| match e {
                 iwarp::Error::Refused(_) => PerfError::Connect {
@@ -226,6 +247,15 @@ impl Backend for IwarpBackend {
                 },
                 other => PerfError::iwarp(format!("connecting to {addr}"), other),
             })?;
+        if ift {
+            let note = pd
+                .register(hello.to_vec(), Access::empty())
+                .map_err(post_err("registering the hello"))?;
+            let sge = note.sge(..).map_err(post_err("describing the hello"))?;
+            qp.send(sge)
+                .await
+                .map_err(|e| PerfError::iwarp("sending the hello", e))?;
+        }
         let max = max_size(spec)?;
         let depth = spec.effective_depth() as usize;
         let access = match spec.test {
@@ -578,6 +608,18 @@ async fn poll_for(
     }
 }
 
+/// The connection index a hello names, if it is one of `session`'s.
+fn hello_index(hello: &[u8], session: u64) -> Option<u32> {
+    match (hello.get(..4), hello.get(4..12), hello.get(12..HELLO_LEN)) {
+        (Some(m), Some(s), Some(i)) if m == HELLO_MAGIC => {
+            let s = u64::from_be_bytes(s.try_into().unwrap_or_default());
+            let i = u32::from_be_bytes(i.try_into().unwrap_or_default());
+            (s == session).then_some(i)
+        }
+        _ => None,
+    }
+}
+
 /// The server's listener for one session's iWARP data connections.
 #[derive(Debug)]
 pub struct IwarpDataListener {
@@ -600,25 +642,41 @@ impl DataListener for IwarpDataListener {
                 .accept()
                 .await
                 .map_err(|e| PerfError::iwarp("accepting a data connection", e))?;
-            let pd = request.private_data();
-            let index = match (pd.get(..4), pd.get(4..12), pd.get(12..HELLO_LEN)) {
-                (Some(m), Some(s), Some(i)) if m == HELLO_MAGIC => {
-                    let s = u64::from_be_bytes(s.try_into().unwrap_or_default());
-                    let i = u32::from_be_bytes(i.try_into().unwrap_or_default());
-                    (s == session).then_some(i)
-                }
-                _ => None,
-            };
-            let Some(index) = index else {
-                // Another session's or a stranger's connection: say why, keep waiting.
-                let _ = request.reject(b"unknown session").await;
-                continue;
-            };
             let pd = crate::device().alloc_pd();
-            let qp = request
-                .accept(qp_options(&pd), b"")
-                .await
-                .map_err(|e| PerfError::iwarp("accepting a data connection", e))?;
+            let (index, qp) = if self.spec.protocol.framing == FramingMode::Ift {
+                // No private data: the hello is the connection's first Send.
+                let hello = register(&pd, HELLO_LEN, Access::LOCAL_WRITE, "hello")?;
+                let sge = hello.sge(..).map_err(post_err("describing the hello"))?;
+                let qp = request
+                    .accept(qp_options(&pd).post_recv(HELLO_WR, sge), b"")
+                    .await
+                    .map_err(|e| PerfError::iwarp("accepting a data connection", e))?;
+                // A stranger that never says hello, or closes instead, does not stall the
+                // session: its connection is dropped and the listener keeps waiting.
+                let said = tokio::time::timeout(HELLO_WAIT, qp.recv_cq().next()).await;
+                let index = match said {
+                    Ok(c) if c.status == CompletionStatus::Success => {
+                        hello_index(&hello.to_vec(), session)
+                    }
+                    _ => None,
+                };
+                match index {
+                    Some(index) => (index, qp),
+                    // Another session's or a stranger's connection: drop it, keep waiting.
+                    None => continue,
+                }
+            } else {
+                let Some(index) = hello_index(request.private_data(), session) else {
+                    // Another session's or a stranger's connection: say why, keep waiting.
+                    let _ = request.reject(b"unknown session").await;
+                    continue;
+                };
+                let qp = request
+                    .accept(qp_options(&pd), b"")
+                    .await
+                    .map_err(|e| PerfError::iwarp("accepting a data connection", e))?;
+                (index, qp)
+            };
             let max = max_size(&self.spec)?.max(1);
             let buf = register(
                 &pd,

@@ -62,9 +62,15 @@ pub async fn run(args: PerfArgs, counters: bool) -> Result<()> {
             bind,
             port,
             data_port,
-        } => run_server(bind, port, data_port, counters).await,
+        } => {
+            // A server serves whatever a client asks for: as many files as it may have.
+            let _ = rlimit::increase_nofile_limit(u64::MAX);
+            run_server(bind, port, data_port, counters).await
+        }
         Mode::Loopback => {
             check_transports(&cfg)?;
+            // Both ends of every connection are in this process.
+            raise_file_limit(connections(&cfg), 2)?;
             let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
             let addr = SocketAddr::new(ip, 0);
             let listener = TcpListener::bind(addr)
@@ -85,6 +91,7 @@ pub async fn run(args: PerfArgs, counters: bool) -> Result<()> {
         }
         Mode::Client { host, port } => {
             check_transports(&cfg)?;
+            raise_file_limit(connections(&cfg), 1)?;
             let addrs = spec::resolve(&host, port)
                 .await
                 .map_err(|e| PerfError::Resolve {
@@ -100,6 +107,35 @@ pub async fn run(args: PerfArgs, counters: bool) -> Result<()> {
             run_client(&cfg, &addrs, "client", counters).await
         }
     }
+}
+
+/// Descriptors a run needs besides one per connection end: the control connections,
+/// listeners, the runtime's own, standard streams.
+const SPARE_FILES: u64 = 64;
+
+/// Raises the soft limit on open files to the hard limit (1,024 by default on Linux, the hard
+/// limit often far higher) and checks that `ends` connection ends fit, so that a thousand
+/// connections fail here with the reason rather than half-way with `EMFILE`.
+fn raise_file_limit(connections: u32, ends: u64) -> Result<()> {
+    let needed = u64::from(connections) * ends + SPARE_FILES;
+    let limit = match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => limit,
+        // Not raised: the current limit decides.
+        Err(_) => rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(u64::MAX, |(soft, _)| soft),
+    };
+    if limit < needed {
+        return Err(PerfError::FileLimit {
+            connections,
+            needed,
+            limit,
+        });
+    }
+    Ok(())
+}
+
+/// Connections a client run opens.
+fn connections(cfg: &RunConfig) -> u32 {
+    cfg.spec.as_ref().map_or(1, |s| s.connections)
 }
 
 /// Fails early, before any output, if a requested transport has no backend.

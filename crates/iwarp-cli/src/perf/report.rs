@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::control::PeerTally;
 use super::measure::PhaseMeasurement;
-use super::spec::{Measure, PlacementMode, RunLength, TestKind, TestSpec, Transport};
+use super::spec::{FramingMode, Measure, PlacementMode, RunLength, TestKind, TestSpec, Transport};
 use super::stats::{BandwidthSummary, LatencySummary};
 
 /// perftest's `RESULT_LINE`: 87 dashes.
@@ -465,10 +465,15 @@ pub fn banner(spec: &TestSpec, info: &BannerInfo<'_>, style: TableStyle) -> Stri
         RunLength::Iterations(n) => format!("{n} iterations per connection and size"),
         RunLength::Duration(s) => format!("{s} s per size"),
     };
+    let framing = match spec.protocol.framing {
+        FramingMode::Mpa => format!(
+            "MPA rev {}, CRC {}",
+            spec.protocol.mpa_rev, spec.protocol.crc
+        ),
+        FramingMode::Ift => format!("IFT, CRC {}", spec.protocol.ift_crc),
+    };
     let knobs = format!(
-        "MPA rev {}, CRC {}, markers {}{}{}",
-        spec.protocol.mpa_rev,
-        spec.protocol.crc,
+        "{framing}, markers {}{}{}",
         spec.protocol.markers,
         if spec.protocol.placement == PlacementMode::default() {
             String::new()

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use futures_util::{StreamExt, TryStreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, Semaphore};
 use tokio::task::JoinSet;
@@ -29,6 +30,9 @@ use super::spec::{RunLength, TestSpec, Transport};
 use super::tcp::TcpBackend;
 
 const VERSION: &str = concat!("iwarp ", env!("CARGO_PKG_VERSION"));
+/// Data connections a client opens at once: well below the 256 startups an iWARP listener
+/// keeps pending before it drops the oldest.
+const CONNECT_CONCURRENCY: usize = 64;
 
 /// Whether this build has a backend for `transport`.
 pub fn is_available(transport: Transport) -> bool {
@@ -108,10 +112,14 @@ async fn client_session<B: Backend>(
         other => return Err(control::unexpected(&other, "welcome")),
     };
     let data_addr = SocketAddr::new(server.ip(), data_port);
-    let mut conns = Vec::with_capacity(spec.connections as usize);
-    for index in 0..spec.connections {
-        conns.push(backend.connect(data_addr, session, index, spec).await?);
-    }
+    // Connections open concurrently: an iWARP connect waits out the startup (an MPA initiator
+    // holds its first FPDU for a while after the Reply), so a thousand of them one after the
+    // other would take most of a minute.
+    let mut conns: Vec<B::Client> = futures_util::stream::iter(0..spec.connections)
+        .map(|index| backend.connect(data_addr, session, index, spec))
+        .buffered(CONNECT_CONCURRENCY)
+        .try_collect()
+        .await?;
     observer.connected(server);
 
     let limit = match spec.length {

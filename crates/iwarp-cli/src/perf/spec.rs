@@ -237,6 +237,65 @@ impl fmt::Display for PlacementMode {
     }
 }
 
+/// The framing under DDP (`--framing`). Opaque here: read by the iWARP backend only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum FramingMode {
+    /// MPA (RFC 5044), with the revision `--mpa-rev` asks for.
+    #[default]
+    Mpa,
+    /// IFT (draft-williams-iwarp-ift-01): Adaption Indications, then frames with a header CRC
+    /// and a payload CRC as `--ift-crc` says.
+    Ift,
+}
+
+impl fmt::Display for FramingMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FramingMode::Mpa => "mpa",
+            FramingMode::Ift => "ift",
+        })
+    }
+}
+
+/// Which CRC fields IFT frames carry, both ways (`--ift-crc`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum IftCrc {
+    /// A header CRC and a payload CRC, sent and checked.
+    #[default]
+    Both,
+    /// The header CRC only.
+    Header,
+    /// The payload CRC only.
+    Payload,
+    /// Neither.
+    None,
+}
+
+impl IftCrc {
+    /// Whether frames carry a header CRC and a payload CRC.
+    pub fn fields(self) -> (bool, bool) {
+        match self {
+            IftCrc::Both => (true, true),
+            IftCrc::Header => (true, false),
+            IftCrc::Payload => (false, true),
+            IftCrc::None => (false, false),
+        }
+    }
+}
+
+impl fmt::Display for IftCrc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IftCrc::Both => "both",
+            IftCrc::Header => "header",
+            IftCrc::Payload => "payload",
+            IftCrc::None => "none",
+        })
+    }
+}
+
 /// The iWARP protocol knobs. The TCP backend ignores them; they travel in the spec so that an
 /// iWARP server configures itself like the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,6 +309,12 @@ pub struct ProtocolKnobs {
     /// When received payload is placed; absent from older clients' specs.
     #[serde(default)]
     pub placement: PlacementMode,
+    /// MPA or IFT; absent from older clients' specs.
+    #[serde(default)]
+    pub framing: FramingMode,
+    /// IFT's CRC fields; absent from older clients' specs.
+    #[serde(default)]
+    pub ift_crc: IftCrc,
 }
 
 impl Default for ProtocolKnobs {
@@ -260,6 +325,8 @@ impl Default for ProtocolKnobs {
             crc: CrcMode::On,
             markers: Markers::None,
             placement: PlacementMode::default(),
+            framing: FramingMode::default(),
+            ift_crc: IftCrc::default(),
         }
     }
 }

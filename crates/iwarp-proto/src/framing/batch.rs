@@ -85,6 +85,18 @@ impl WireBatch {
         }
     }
 
+    /// Framing octets owned by the batch so far: where the next
+    /// [`WireBatch::push_control`] starts in them.
+    pub(crate) fn control_len(&self) -> usize {
+        self.control.len()
+    }
+
+    /// The batch's own octets from `start` (a former
+    /// [`WireBatch::control_len`]) on.
+    pub(crate) fn control_from(&self, start: usize) -> &[u8] {
+        &self.control[start..]
+    }
+
     /// Counts one more complete PDU.
     pub(crate) fn finish_pdu(&mut self) {
         self.pdus += 1;

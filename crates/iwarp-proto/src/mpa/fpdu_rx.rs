@@ -63,6 +63,10 @@ pub struct FpduReceiver {
     previous_ulpdu_len: usize,
     crc_field: [u8; CRC_LEN],
     crc: Crc32c,
+    /// The CRC of an FPDU checked whole, computed in one call over it
+    /// before its fields are walked; while set, the walk folds nothing in
+    /// (with markers, a call per 512-octet run cost more than the CRC).
+    whole_crc: Option<u32>,
     failed: Option<MpaError>,
     fpdus: u64,
     placement: Placement,
@@ -90,6 +94,7 @@ impl FpduReceiver {
             previous_ulpdu_len: 0,
             crc_field: [0; CRC_LEN],
             crc: Crc32c::new(),
+            whole_crc: None,
             failed: None,
             fpdus: 0,
             placement: Placement::Direct,
@@ -107,6 +112,15 @@ impl FpduReceiver {
     fn fail(&mut self, error: MpaError) -> MpaError {
         self.failed = Some(error);
         error
+    }
+
+    /// Folds octets the CRC covers into it, unless it is not checked or
+    /// was computed whole.
+    #[inline]
+    fn fold(&mut self, bytes: &[u8]) {
+        if self.crc_enabled && self.whole_crc.is_none() {
+            self.crc.update(bytes);
+        }
     }
 
     /// A new FPDU starts at the current offset.
@@ -153,7 +167,7 @@ impl FpduReceiver {
         // Markers before the CRC field are covered by the CRC; one inside
         // the CRC field (possible only at offsets MPA never uses) is not.
         if !matches!(self.field, Field::Crc { got } if got > 0) {
-            self.crc.update(&buf);
+            self.fold(&buf);
         }
         if !marker::fpdu_ptr_matches(found, expected) {
             return Err(self.fail(MpaError::Marker {
@@ -183,7 +197,7 @@ impl FpduReceiver {
     fn finish_fpdu(&mut self) -> Result<(), MpaError> {
         if self.crc_enabled {
             let received = crc::from_wire(self.crc_field);
-            let computed = self.crc.value();
+            let computed = self.whole_crc.take().unwrap_or_else(|| self.crc.value());
             if received != computed {
                 return Err(self.fail(MpaError::Crc {
                     fpdu_offset: self.fpdu_offset,
@@ -266,7 +280,7 @@ impl Deframer for FpduReceiver {
                     let n = (HEADER_LEN - got as usize).min(avail);
                     let bytes = &input[used..used + n];
                     self.header[got as usize..got as usize + n].copy_from_slice(bytes);
-                    self.crc.update(bytes);
+                    self.fold(bytes);
                     used += n;
                     self.offset += n as u64;
                     let got = got + n as u8;
@@ -323,7 +337,7 @@ impl Deframer for FpduReceiver {
                 Field::Ulpdu { .. } => return Ok((used, None)),
                 Field::Pad { remaining } => {
                     let n = (remaining as usize).min(avail);
-                    self.crc.update(&input[used..used + n]);
+                    self.fold(&input[used..used + n]);
                     used += n;
                     self.offset += n as u64;
                     let remaining = remaining - n as u8;
@@ -367,7 +381,7 @@ impl Deframer for FpduReceiver {
             bytes.len() <= run,
             "more ULPDU octets pushed than the run allows"
         );
-        self.crc.update(bytes);
+        self.fold(bytes);
         self.offset += bytes.len() as u64;
         let remaining = remaining - bytes.len();
         self.field = Field::Ulpdu { remaining };

@@ -412,29 +412,40 @@ fn oversized_ulpdu_is_refused() {
 
 #[test]
 fn batch_of_several_fpdus_uses_slice_indices_across_calls() {
-    let mut tx = FpduTransmitter::new(BOTH);
     let (h1, p1, h2, p2) = (
         &[1u8; 14][..],
         &[2u8; 700][..],
         &[3u8; 18][..],
         &[4u8; 5][..],
     );
-    let mut batch = WireBatch::new();
-    tx.frame(h1, &[p1], &mut batch).unwrap();
-    tx.frame(h2, &[p2], &mut batch).unwrap();
-    // The headers are copied into the batch; the payloads are referenced.
-    assert_eq!(batch.slice_count(), 2);
-    let mut wire = Vec::new();
-    batch.write_to(&[p1, p2], &mut wire);
-    let mut rx = FpduReceiver::new(BOTH);
-    let mut sink = CollectUlpdus::new();
-    receive_chunked(&mut rx, &wire, &[wire.len()], &mut sink).unwrap();
-    assert_eq!(sink.complete, vec![[h1, p1].concat(), [h2, p2].concat()]);
-    // Payload pieces are the caller's memory, not copies.
-    let slices = [p1, p2];
-    assert!(batch
-        .pieces(&slices)
-        .any(|piece| std::ptr::eq(piece.as_ptr(), p1.as_ptr())));
+    for params in [CRC_ONLY, BOTH] {
+        let mut tx = FpduTransmitter::new(params);
+        let mut batch = WireBatch::new();
+        tx.frame(h1, &[p1], &mut batch).unwrap();
+        tx.frame(h2, &[p2], &mut batch).unwrap();
+        assert_eq!(batch.slice_count(), 2);
+        let mut wire = Vec::new();
+        batch.write_to(&[p1, p2], &mut wire);
+        let mut rx = FpduReceiver::new(params);
+        let mut sink = CollectUlpdus::new();
+        receive_chunked(&mut rx, &wire, &[wire.len()], &mut sink).unwrap();
+        assert_eq!(sink.complete, vec![[h1, p1].concat(), [h2, p2].concat()]);
+        let slices = [p1, p2];
+        let referenced = batch
+            .pieces(&slices)
+            .any(|piece| std::ptr::eq(piece.as_ptr(), p1.as_ptr()));
+        if params.send_markers {
+            // With markers the payload is copied in with them: the whole
+            // batch is one piece of the batch's own octets.
+            assert!(!referenced);
+            assert_eq!(batch.piece_count(), 1);
+        } else {
+            // Without, the headers are copied into the batch and the
+            // payloads referenced: the caller's memory, not copies.
+            assert!(referenced);
+            assert_eq!(batch.piece_count(), 5);
+        }
+    }
 }
 
 /// Drives the step API the way a runtime placing payload directly does:

@@ -140,16 +140,17 @@ pub struct QueuePair {
 impl QueuePair {
     /// A queue pair in state ready-to-send, using `table` for every STag.
     pub fn new(cfg: QueuePairConfig, table: Arc<MemoryTable>) -> Self {
-        let sq = cfg.send_queue_depth.max(1);
-        let rq = cfg.recv_queue_depth.max(1);
         Self {
             cfg,
             table,
             state: QpState::ReadyToSend,
             mulpdu: cfg.mulpdu.clamp(Self::MIN_MULPDU, MAX_ULPDU),
-            sq_slots: VecDeque::with_capacity(sq),
+            // The queues grow as work is posted, up to their depths, and
+            // keep what they grew to: an idle queue pair holds little, a
+            // busy one allocates no more once warmed up.
+            sq_slots: VecDeque::new(),
             sq_base: 0,
-            sq_pending: VecDeque::with_capacity(sq),
+            sq_pending: VecDeque::new(),
             tx: None,
             //= rfc5041#4.3
             //# The initial value for MSN MUST be one.
@@ -157,9 +158,9 @@ impl QueuePair {
             last_from_irq: true,
             orq: VecDeque::with_capacity(cfg.ord.max(1)),
             irq: VecDeque::with_capacity(cfg.ird.max(1)),
-            rq: VecDeque::with_capacity(rq),
+            rq: VecDeque::new(),
             rx: Rx::new(),
-            completions: VecDeque::with_capacity(sq + rq),
+            completions: VecDeque::new(),
             events: VecDeque::with_capacity(16),
             terminate_out: None,
             ready_to_close_sent: false,

@@ -26,8 +26,14 @@ use iwarp_proto::connection::{Connection, LossReason};
 use iwarp_proto::framing::{AnyDeframer, Deframer};
 use iwarp_proto::mpa::MAX_FPDU_WIRE_LEN;
 
-/// Octets of staging buffer per connection.
+/// Octets of staging buffer a busy connection grows to.
 pub(crate) const STAGING_LEN: usize = 64 * 1024;
+/// Octets of staging buffer a connection starts with (enough for a direct
+/// read's tail): an idle connection, or one of small messages, keeps only
+/// this much; reads that fill the buffer, or an FPDU that needs more, grow
+/// it up to [`STAGING_LEN`] (or the largest FPDU, verifying) and it stays
+/// at that size, so a busy connection allocates no more.
+const INITIAL_STAGING_LEN: usize = TAIL_LEN;
 /// Payload octets left in an FPDU from which a direct read pays off.
 pub(crate) const DIRECT_MIN: usize = 2048;
 /// Staging octets read after a direct read, and at the start of an FPDU
@@ -53,7 +59,9 @@ pub(crate) enum ReadStep {
 /// The staging buffer and the receive counters of a connection.
 #[derive(Debug)]
 pub(crate) struct RxPath {
-    staging: Box<[u8]>,
+    staging: Vec<u8>,
+    /// The size the staging buffer may grow to.
+    max_len: usize,
     /// Staged octets not yet taken: `staging[start..end]`.
     start: usize,
     end: usize,
@@ -71,15 +79,16 @@ impl RxPath {
     pub(crate) fn new(verified: bool, initial: &[u8]) -> Self {
         // A verifying receiver needs room for the largest FPDU and what
         // follows it.
-        let len = if verified {
+        let max_len = if verified {
             STAGING_LEN.max(MAX_FPDU_WIRE_LEN + TAIL_LEN)
         } else {
             STAGING_LEN
         };
-        let mut staging = vec![0u8; len.max(initial.len())].into_boxed_slice();
+        let mut staging = vec![0u8; INITIAL_STAGING_LEN.max(initial.len())];
         staging[..initial.len()].copy_from_slice(initial);
         Self {
             staging,
+            max_len: max_len.max(initial.len()),
             start: 0,
             end: initial.len(),
             verified,
@@ -131,7 +140,7 @@ impl RxPath {
         let deframer = conn.deframer();
         let want = if Self::large_recently(deframer) {
             let remaining = deframer.layout(usize::MAX).payload_len();
-            (remaining + 8 + TAIL_LEN).min(self.staging.len())
+            remaining + 8 + TAIL_LEN
         } else {
             self.staging.len()
         };
@@ -142,7 +151,15 @@ impl RxPath {
 
     /// Reads at most `want` octets into the staging buffer after what is
     /// staged there.
+    /// A read that fills the whole buffer doubles it for the next one
+    /// (the socket had more); a read that asks for more room than there is
+    /// gets it, up to the largest size.
     fn staged_read(&mut self, conn: &mut Connection, stream: &TcpStream, want: usize) -> ReadStep {
+        let needed = (self.end + want).min(self.max_len);
+        if needed > self.staging.len() {
+            self.staging
+                .resize(needed.next_power_of_two().min(self.max_len), 0);
+        }
         let room = &mut self.staging[self.end..];
         let want = want.min(room.len());
         match stream.try_read(&mut room[..want]) {
@@ -153,6 +170,10 @@ impl RxPath {
             Ok(n) => {
                 self.octets += n as u64;
                 self.end += n;
+                if self.end == self.staging.len() && self.staging.len() < self.max_len {
+                    let len = (2 * self.staging.len()).min(self.max_len);
+                    self.staging.resize(len, 0);
+                }
                 ReadStep::More
             }
             Err(e) => read_error(conn, &e),
@@ -177,7 +198,7 @@ impl RxPath {
         let want = match next {
             Some(len) => len.saturating_sub(self.end) + TAIL_LEN,
             None if Self::large_recently(deframer) => TAIL_LEN,
-            None => self.staging.len(),
+            None => self.staging.len() - self.end,
         };
         self.staged_read(conn, stream, want)
     }
