@@ -168,6 +168,14 @@ pub fn body(
         );
     };
     let client = side == Side::Client;
+    // A one-sided test's traffic: the client moves it, the server's memory is moved.
+    let one_sided = |size| {
+        if client {
+            Step::Traffic { size }
+        } else {
+            Step::PeerTraffic { size }
+        }
+    };
     let all = sizes.len() > 1;
     let mut s = Vec::new();
     match (test, measure) {
@@ -208,13 +216,7 @@ pub fn body(
             keys(&mut s);
             keys(&mut s);
             s.push(sync);
-            s.extend(sizes.iter().map(|&size| {
-                if client {
-                    Step::Traffic { size }
-                } else {
-                    Step::PeerTraffic { size }
-                }
-            }));
+            s.extend(sizes.iter().map(|&size| one_sided(size)));
             s.push(sync);
             report(&mut s);
             s.push(sync);
@@ -247,13 +249,7 @@ pub fn body(
             keys(&mut s);
             keys(&mut s);
             s.push(sync);
-            s.extend(sizes.iter().map(|&size| {
-                if client {
-                    Step::Traffic { size }
-                } else {
-                    Step::PeerTraffic { size }
-                }
-            }));
+            s.extend(sizes.iter().map(|&size| one_sided(size)));
             s.push(sync);
         }
         (TestKind::Send, Measure::Lat) => {
