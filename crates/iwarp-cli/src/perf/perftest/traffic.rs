@@ -104,6 +104,32 @@ fn ns(origin: Instant, at: Instant) -> u64 {
     at.saturating_duration_since(origin).as_nanos() as u64
 }
 
+/// A bandwidth run's figures: a `-D` run reports its sampling window, any other run every
+/// operation it counted (and, without peak measurement, when it ended).
+fn bw_result(
+    window: Option<Window>,
+    mut samples: BwSamples,
+    done: u64,
+    origin: Instant,
+    p: &Params,
+    size: u64,
+) -> BwFigures {
+    match window {
+        Some(w) => {
+            let (a, b) = w.sample_ns();
+            samples.posted = vec![a];
+            samples.completed = vec![b];
+        }
+        None => {
+            samples.iters = done;
+            if p.no_peak {
+                samples.completed.push(ns(origin, Instant::now()));
+            }
+        }
+    }
+    bw_figures(size, &samples, p.cq_mod, p.no_peak, p.gbits)
+}
+
 /// Fails on a completion with an error status, saying why its connection ended.
 fn check(c: &Completion, qps: &[QueuePair], what: &str) -> Result<()> {
     if c.status == CompletionStatus::Success {
@@ -265,20 +291,7 @@ pub async fn bw_client(d: &Data, p: &Params, size: u64) -> Result<BwFigures> {
             .await?;
         }
     }
-    match window {
-        Some(w) => {
-            let (a, b) = w.sample_ns();
-            samples.posted = vec![a];
-            samples.completed = vec![b];
-        }
-        None => {
-            samples.iters = done;
-            if p.no_peak {
-                samples.completed.push(ns(origin, Instant::now()));
-            }
-        }
-    }
-    Ok(bw_figures(size, &samples, p.cq_mod, p.no_peak, p.gbits))
+    Ok(bw_result(window, samples, done, origin, p, size))
 }
 
 /// `ib_send_bw` server: posts `-r` receives per queue pair before the exchange that lets
@@ -523,20 +536,14 @@ pub async fn bw_both_ways_send(d: &Data, p: &Params, size: u64) -> Result<BwFigu
             }
         }
     }
-    match window {
-        Some(w) if p.duration() => {
-            let (a, b) = w.sample_ns();
-            samples.posted = vec![a];
-            samples.completed = vec![b];
-        }
-        _ => {
-            samples.iters = done;
-            if p.no_peak {
-                samples.completed.push(ns(origin, Instant::now()));
-            }
-        }
-    }
-    Ok(bw_figures(size, &samples, p.cq_mod, p.no_peak, p.gbits))
+    Ok(bw_result(
+        window.filter(|_| p.duration()),
+        samples,
+        done,
+        origin,
+        p,
+        size,
+    ))
 }
 
 /// What a bidirectional Send test waits for.
