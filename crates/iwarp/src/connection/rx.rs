@@ -28,6 +28,12 @@ use iwarp_proto::mpa::MAX_FPDU_WIRE_LEN;
 
 /// Octets of staging buffer a busy connection grows to.
 pub(crate) const STAGING_LEN: usize = 64 * 1024;
+/// Octets of staging buffer a busy verifying connection grows to: every
+/// octet it receives is copied out of the staging buffer anyway, so a
+/// read takes as many FPDUs as the socket holds, up to this, as the TCP
+/// baseline's 256 KiB reads do. With one FPDU per read, 1,000 busy
+/// connections made about five reads per 64 KiB Write against TCP's one.
+const VERIFIED_STAGING_LEN: usize = 256 * 1024;
 /// Octets of staging buffer a connection starts with (enough for a direct
 /// read's tail): an idle connection, or one of small messages, keeps only
 /// this much; reads that fill the buffer, or an FPDU that needs more, grow
@@ -80,7 +86,7 @@ impl RxPath {
         // A verifying receiver needs room for the largest FPDU and what
         // follows it.
         let max_len = if verified {
-            STAGING_LEN.max(MAX_FPDU_WIRE_LEN + TAIL_LEN)
+            VERIFIED_STAGING_LEN.max(MAX_FPDU_WIRE_LEN + TAIL_LEN)
         } else {
             STAGING_LEN
         };
@@ -181,25 +187,23 @@ impl RxPath {
     }
 
     /// A staged read for a receiver that verifies each FPDU before passing
-    /// it on: the incomplete FPDU left staged moves to the front, and the
-    /// read asks for the rest of it plus the next FPDU's headers, so that
-    /// what is left after the next feed stays short.
+    /// it on. It appends after the incomplete FPDU left staged and asks for
+    /// all the room there is, so that one read takes every FPDU the socket
+    /// holds; the incomplete FPDU moves to the front only when the room
+    /// left cannot take the rest of it and the next FPDU's headers.
     fn read_verified(&mut self, conn: &mut Connection, stream: &TcpStream) -> ReadStep {
-        if self.start > 0 {
+        let staged = &self.staging[self.start..self.end];
+        let next = match conn.deframer() {
+            AnyDeframer::Mpa(r) => r.next_fpdu_len(staged),
+            _ => None,
+        };
+        let need = next.map_or(TAIL_LEN, |len| len.saturating_sub(staged.len()) + TAIL_LEN);
+        if self.start > 0 && self.max_len - self.end < need {
             self.staging.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
         }
-        let deframer = conn.deframer();
-        let next = match deframer {
-            AnyDeframer::Mpa(r) => r.next_fpdu_len(&self.staging[..self.end]),
-            _ => None,
-        };
-        let want = match next {
-            Some(len) => len.saturating_sub(self.end) + TAIL_LEN,
-            None if Self::large_recently(deframer) => TAIL_LEN,
-            None => self.staging.len() - self.end,
-        };
+        let want = need.max(self.staging.len() - self.end);
         self.staged_read(conn, stream, want)
     }
 
