@@ -8,7 +8,8 @@
 //!   with the [`RemoteKey`] (STag, address, length) a peer needs to reach
 //!   it;
 //! - [`QueuePair`]: `post_send`, `post_recv`, `rdma_write`, `rdma_read`,
-//!   their awaiting counterparts `send`, `recv`, `write`, `read`, and a
+//!   several at once with `post_list` (one write to the socket), their
+//!   awaiting counterparts `send`, `recv`, `write`, `read`, and a
 //!   graceful `disconnect`;
 //! - [`CompletionQueue`]: `poll`, `next().await`, or a stream;
 //! - the connection manager: [`connect`], [`Listener::bind`] and
@@ -59,7 +60,7 @@ pub use memory::{
     Access, Device, MemoryRegion, ProtectionDomain, RegionMut, RegionRef, RegisterOptions,
     RemoteKey, STag,
 };
-pub use qp::{QpStats, QueuePair};
+pub use qp::{PostList, QpStats, QueuePair};
 
 pub use iwarp_proto::connection::ConnectionStats;
 pub use iwarp_proto::framing::FramingError;

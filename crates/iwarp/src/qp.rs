@@ -71,6 +71,50 @@ pub struct QpStats {
     pub mulpdu: usize,
 }
 
+/// Work requests being posted together to one queue pair
+/// ([`QueuePair::post_list`]): each method is the [`QueuePair`] method of
+/// the same name, except that nothing is written until the list is done.
+#[derive(Debug)]
+pub struct PostList<'a> {
+    inner: &'a mut Inner,
+}
+
+impl PostList<'_> {
+    /// See [`QueuePair::post_recv`].
+    pub fn post_recv(&mut self, wr_id: u64, sge: Sge) -> Result<(), Error> {
+        self.inner.conn.post_recv(wr_id, sge).map_err(Error::Post)
+    }
+
+    /// See [`QueuePair::post_send`].
+    pub fn post_send(&mut self, wr_id: u64, sge: Sge) -> Result<(), Error> {
+        self.post_send_with(wr_id, sge, SendFlags::default())
+    }
+
+    /// See [`QueuePair::post_send_with`].
+    pub fn post_send_with(&mut self, wr_id: u64, sge: Sge, flags: SendFlags) -> Result<(), Error> {
+        self.inner
+            .conn
+            .post_send(wr_id, sge, flags)
+            .map_err(Error::Post)
+    }
+
+    /// See [`QueuePair::rdma_write`].
+    pub fn rdma_write(&mut self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
+        self.inner
+            .conn
+            .rdma_write(wr_id, sge, remote.stag, remote.addr)
+            .map_err(Error::Post)
+    }
+
+    /// See [`QueuePair::rdma_read`].
+    pub fn rdma_read(&mut self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
+        self.inner
+            .conn
+            .rdma_read(wr_id, sge, remote.stag, remote.addr)
+            .map_err(Error::Post)
+    }
+}
+
 impl QueuePair {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self {
@@ -133,15 +177,33 @@ impl QueuePair {
         }
     }
 
-    fn post(&self, f: impl FnOnce(&mut Inner) -> Result<(), PostError>) -> Result<(), Error> {
-        self.shared().with_engine(f).map_err(Error::Post)
+    /// Posts several work requests at once: `f` posts them to the list
+    /// it is given, and what they send is written after it returns, with
+    /// as few system calls as the socket allows (one, when it has room).
+    /// Verbs' chained work requests (one `ibv_post_send` with a list, one
+    /// doorbell) do the same for a hardware queue pair. Each post of the
+    /// list succeeds or fails on its own, as it would alone; `f` decides
+    /// whether to go on after a failure.
+    ///
+    /// ```no_run
+    /// # fn demo(qp: &iwarp::QueuePair, a: iwarp::Sge, b: iwarp::Sge, to: iwarp::RemoteKey) -> Result<(), iwarp::Error> {
+    /// // An RDMA Write and a zero-length Read behind it, in one segment.
+    /// qp.post_list(|list| {
+    ///     list.rdma_write(1, a, to)?;
+    ///     list.rdma_read(2, b, to)
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn post_list<R>(&self, f: impl FnOnce(&mut PostList<'_>) -> R) -> R {
+        self.shared()
+            .with_engine(|inner| f(&mut PostList { inner }))
     }
 
     /// Posts a receive buffer for an incoming Send. iWARP has no
     /// receiver-not-ready: a Send that finds no posted buffer ends the
     /// connection, so keep receives posted ahead of the peer's Sends.
     pub fn post_recv(&self, wr_id: u64, sge: Sge) -> Result<(), Error> {
-        self.post(|i| i.conn.post_recv(wr_id, sge))
+        self.post_list(|l| l.post_recv(wr_id, sge))
     }
 
     /// Posts a Send of `sge`.
@@ -151,20 +213,20 @@ impl QueuePair {
 
     /// Posts a Send with Solicited Event and/or Invalidate.
     pub fn post_send_with(&self, wr_id: u64, sge: Sge, flags: SendFlags) -> Result<(), Error> {
-        self.post(|i| i.conn.post_send(wr_id, sge, flags))
+        self.post_list(|l| l.post_send_with(wr_id, sge, flags))
     }
 
     /// Posts an RDMA Write of `sge` to the peer's memory at `remote`'s
     /// STag and address.
     pub fn rdma_write(&self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
-        self.post(|i| i.conn.rdma_write(wr_id, sge, remote.stag, remote.addr))
+        self.post_list(|l| l.rdma_write(wr_id, sge, remote))
     }
 
     /// Posts an RDMA Read of `sge.len` octets from the peer's memory at
     /// `remote`'s STag and address into `sge`, which must allow local and
     /// remote write (the Read Response is a tagged write into it).
     pub fn rdma_read(&self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
-        self.post(|i| i.conn.rdma_read(wr_id, sge, remote.stag, remote.addr))
+        self.post_list(|l| l.rdma_read(wr_id, sge, remote))
     }
 
     /// Posts one runtime-owned request and waits for its completion.

@@ -547,3 +547,58 @@ async fn read_without_the_right_to() {
     assert!(sink.to_vec().iter().all(|&b| b == 0));
     within("server closed", server.closed()).await;
 }
+
+/// `post_list`: a Write, a Send and a Read posted together complete in
+/// order, the Read finding what the Write put there; a post the list
+/// refuses (a region of another domain) fails alone, and the posts around
+/// it stand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_list_completes_in_order_and_refuses_alone() {
+    let (cpd, spd) = (new_pd(), new_pd());
+    let inbox = region(&spd, 32);
+    let opts = QpOptions::new(&spd).post_recv(7, inbox.sge(..).unwrap());
+    let (client, server) = pair_with(
+        &Config::default(),
+        QpOptions::new(&cpd),
+        Config::default(),
+        opts,
+    )
+    .await;
+    let target = region(&spd, 64);
+    let data = pattern(64, 3);
+    let src = region_with(&cpd, data.clone());
+    let sink = region(&cpd, 64);
+    let other_domain = region(&spd, 8);
+    let refused = client.post_list(|list| {
+        list.rdma_write(1, src.sge(..).unwrap(), target.remote_key())
+            .unwrap();
+        let refused = list.post_send(2, other_domain.sge(..).unwrap());
+        list.post_send(3, src.sge(..32).unwrap()).unwrap();
+        list.rdma_read(4, sink.sge(..).unwrap(), target.remote_key())
+            .unwrap();
+        refused
+    });
+    assert!(
+        matches!(refused, Err(Error::Post(PostError::LocalProtection(_)))),
+        "{refused:?}"
+    );
+    let mut done = Vec::new();
+    for _ in 0..3 {
+        let c = within("the list's completions", client.send_cq().next()).await;
+        assert_eq!(c.status, CompletionStatus::Success, "{c:?}");
+        done.push((c.wr_id, c.opcode));
+    }
+    assert_eq!(
+        done,
+        [
+            (1, CompletionOpcode::RdmaWrite),
+            (3, CompletionOpcode::Send),
+            (4, CompletionOpcode::RdmaRead)
+        ]
+    );
+    assert_same("the Read's sink", &sink.to_vec(), &data);
+    assert_same("the Write's target", &target.to_vec(), &data);
+    assert_recv(&next_recv(&server).await, 7, 32);
+    assert_same("the Send", &inbox.to_vec(), &data[..32]);
+    assert!(client.send_cq().poll().is_none());
+}

@@ -387,18 +387,24 @@ impl IwarpClient {
             .map_err(post_err("posting an ack receive"))
     }
 
+    /// The zero-length sink of a fence.
+    fn fence_sge(&self) -> Result<iwarp::Sge> {
+        self.local.sge(..0).map_err(post_err("describing a fence"))
+    }
+
     /// Posts a fence covering every Write posted so far.
     fn fence(&mut self) -> Result<()> {
-        let empty = self
-            .local
-            .sge(..0)
-            .map_err(post_err("describing a fence"))?;
         self.qp
-            .rdma_read(FENCE_WR, empty, self.remote()?)
+            .rdma_read(FENCE_WR, self.fence_sge()?, self.remote()?)
             .map_err(post_err("posting a fence"))?;
+        self.fenced_all();
+        Ok(())
+    }
+
+    /// Notes a fence posted behind every Write posted so far.
+    fn fenced_all(&mut self) {
         self.fences.push_back(self.posted);
         self.fenced = self.posted;
-        Ok(())
     }
 
     /// Write bandwidth: Writes are complete when a fence issued after them
@@ -508,18 +514,29 @@ impl ClientConn for IwarpClient {
         let id = self.posted;
         match self.test {
             TestKind::Write => {
-                self.qp
-                    .rdma_write(id, sge, self.remote()?)
-                    .map_err(post_err("posting an RDMA Write"))?;
                 let every = (self.depth as u64 / 8).max(1);
-                if self.measure == Measure::Bw
+                let fence = (self.measure == Measure::Bw
                     && self.fences.len() < MAX_FENCES
-                    && self.posted + 1 - self.fenced >= every
-                {
-                    self.posted += 1;
-                    self.fence()?;
-                    return Ok(());
+                    && self.posted + 1 - self.fenced >= every)
+                    .then(|| self.fence_sge())
+                    .transpose()?;
+                let remote = self.remote()?;
+                // The Write and its fence in one list: one write to the
+                // socket, as the TCP baseline makes one per message.
+                self.qp
+                    .post_list(|list| {
+                        list.rdma_write(id, sge, remote)?;
+                        match fence {
+                            Some(empty) => list.rdma_read(FENCE_WR, empty, remote),
+                            None => Ok(()),
+                        }
+                    })
+                    .map_err(post_err("posting an RDMA Write and its fence"))?;
+                self.posted += 1;
+                if fence.is_some() {
+                    self.fenced_all();
                 }
+                return Ok(());
             }
             TestKind::Read => self
                 .qp
