@@ -261,7 +261,7 @@ impl Data {
 
     /// `ib_send_bw`: the credit the peer last wrote for queue pair `qp`, read as the
     /// number of messages of this size it has received (`sent` so far helps tell its byte
-    /// order, and a previous size's late credit from a current one: see [`this_size`]).
+    /// order, and a previous size's late credit from a current one: see `this_size`).
     pub fn credit(&self, qp: usize, sent: u64) -> u32 {
         let at = (self.len() + qp) * wire::CREDIT_LEN;
         self.credit.as_ref().map_or(0, |c| {
