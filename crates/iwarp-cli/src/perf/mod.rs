@@ -116,7 +116,7 @@ const SPARE_FILES: u64 = 64;
 /// Raises the soft limit on open files to the hard limit (1,024 by default on Linux, the hard
 /// limit often far higher) and checks that `ends` connection ends fit, so that a thousand
 /// connections fail here with the reason rather than half-way with `EMFILE`.
-fn raise_file_limit(connections: u32, ends: u64) -> Result<()> {
+pub(crate) fn raise_file_limit(connections: u32, ends: u64) -> Result<()> {
     let needed = u64::from(connections) * ends + SPARE_FILES;
     let limit = match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => limit,

@@ -95,6 +95,8 @@ pub async fn run(cfg: PerftestConfig) -> Result<()> {
     match &cfg.role {
         Role::Client { host, port } => {
             let p = cfg.params(Side::Client)?;
+            // One data connection per queue pair, and the exchange channel.
+            super::raise_file_limit(p.qps.unwrap_or(1) + 1, 1)?;
             let addrs = spec::resolve(host, *port)
                 .await
                 .map_err(|e| PerfError::Resolve {
@@ -114,6 +116,8 @@ pub async fn run(cfg: PerftestConfig) -> Result<()> {
         }
         Role::Server { bind, port } => {
             let p = cfg.params(Side::Server)?;
+            // The client decides the queue pairs: as many files as this end may have.
+            let _ = rlimit::increase_nofile_limit(u64::MAX);
             let listener = listen(&p, SocketAddr::new(*bind, *port), net).await?;
             // On stderr, so that the table on stdout is perftest's alone.
             eprintln!(
@@ -126,6 +130,7 @@ pub async fn run(cfg: PerftestConfig) -> Result<()> {
         Role::Loopback => {
             let server_params = cfg.params(Side::Server)?;
             let client_params = cfg.params(Side::Client)?;
+            super::raise_file_limit(client_params.qps.unwrap_or(1) + 1, 2)?;
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
             let listener = listen(&server_params, addr, net).await?;
             let addr = listener.local_addr();
