@@ -14,8 +14,8 @@
 //!
 //! With verify-before-place (`Placement::Verified`, RFC 5044 §6) every
 //! read is staged: the connection takes whole FPDUs only, so an FPDU
-//! still incomplete stays staged, moved to the front, and the next read
-//! asks for the rest of it and the next FPDU's headers.
+//! still incomplete stays staged, and the next read appends after it,
+//! taking as much as the socket holds (up to 256 KiB).
 
 use std::io;
 use std::time::Instant;
