@@ -345,8 +345,7 @@ impl IwarpClient {
                 check(&c, "send")?;
             }
             let mut latest = self.completed;
-            for i in 0..self.completions.len() {
-                let c = self.completions[i];
+            for c in &self.completions {
                 if c.status != CompletionStatus::Success {
                     return Err(connection_gone(
                         &self.qp,
@@ -354,14 +353,13 @@ impl IwarpClient {
                         "waiting for acknowledgements",
                     ));
                 }
-                let slot = c.wr_id as usize;
-                let at = slot * ACK_LEN;
+                let at = c.wr_id as usize * ACK_LEN;
                 let count = self.acks.read_with(|b| {
                     u64::from_be_bytes(b[at..at + ACK_LEN].try_into().unwrap_or([0; 8]))
                 });
                 latest = latest.max(count);
-                self.repost_ack(slot)?;
             }
+            self.repost_acks(self.completions.iter().map(|c| c.wr_id as usize))?;
             if latest > self.posted {
                 return Err(PerfError::Protocol(format!(
                     "server acknowledged {latest} messages; {} posted",
@@ -376,15 +374,19 @@ impl IwarpClient {
         }
     }
 
-    fn repost_ack(&self, slot: usize) -> Result<()> {
-        let at = slot * ACK_LEN;
-        let sge = self
-            .acks
-            .sge(at..at + ACK_LEN)
-            .map_err(post_err("describing an ack buffer"))?;
-        self.qp
-            .post_recv(slot as u64, sge)
-            .map_err(post_err("posting an ack receive"))
+    /// Posts the receives of acknowledgement `slots` again, in one list.
+    fn repost_acks(&self, slots: impl Iterator<Item = usize>) -> Result<()> {
+        self.qp.post_list(|list| {
+            slots.into_iter().try_for_each(|slot| {
+                let at = slot * ACK_LEN;
+                let sge = self
+                    .acks
+                    .sge(at..at + ACK_LEN)
+                    .map_err(post_err("describing an ack buffer"))?;
+                list.post_recv(slot as u64, sge)
+                    .map_err(post_err("posting an ack receive"))
+            })
+        })
     }
 
     /// The zero-length sink of a fence.
@@ -483,9 +485,7 @@ impl ClientConn for IwarpClient {
         self.remote = RemoteKey::from_bytes(peer_info);
         match (self.test, self.measure) {
             (TestKind::Send, Measure::Bw) if !self.acks_posted => {
-                for slot in 0..self.depth + SLACK {
-                    self.repost_ack(slot)?;
-                }
+                self.repost_acks(0..self.depth + SLACK)?;
                 self.acks_posted = true;
             }
             (TestKind::Write, Measure::Lat) => {
@@ -746,16 +746,19 @@ impl IwarpServerConn {
     /// Keeps `want` receives (into the whole buffer: benchmark data is
     /// overwritten freely, as perftest does) posted.
     fn top_up(&mut self, want: usize) -> Result<()> {
-        while self.recvs_posted < want {
-            let sge = self
-                .buf
-                .sge(..)
-                .map_err(post_err("describing the receive buffer"))?;
-            self.qp
-                .post_recv(0, sge)
-                .map_err(post_err("posting a receive"))?;
-            self.recvs_posted += 1;
+        let missing = want.saturating_sub(self.recvs_posted);
+        if missing == 0 {
+            return Ok(());
         }
+        let sge = self
+            .buf
+            .sge(..)
+            .map_err(post_err("describing the receive buffer"))?;
+        // One list: one lock for the batch, not one per receive.
+        self.qp
+            .post_list(|list| (0..missing).try_for_each(|_| list.post_recv(0, sge)))
+            .map_err(post_err("posting a receive"))?;
+        self.recvs_posted = want;
         Ok(())
     }
 
