@@ -60,6 +60,7 @@ SCENARIOS = [
     ("Send lat 64 B (t_typical), CRC", ["send", "lat", "-s", "64", "-n", "20000"], "lat", 1.1),
     ("IFT RDMA Write bw 64 KiB, header+payload CRC", ["write", "bw", *BW64, "--framing", "ift"], "bw", 0.95),
     ("IFT Send bw 64 KiB, header+payload CRC", ["send", "bw", *BW64, "--framing", "ift"], "bw", 0.95),
+    ("IFT RDMA Write bw 64 KiB, header+payload CRC, markers", ["write", "bw", *BW64, "--framing", "ift", "--markers", "both"], "bw", 0.85),
     ("MPA RDMA Write bw 64 KiB, no CRC", ["write", "bw", *BW64, "--crc", "off"], "bw", None),
     ("1000 connections, RDMA Write bw 64 KiB", ["write", "bw", "-s", "64K", "-D", "4", "-q", "1000", "-t", "8"], "bw", 0.9),
 ]
