@@ -13,7 +13,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{output_bounded, Output, BIN};
+use common::{output_bounded, under_file_limits, Output, BIN};
 
 /// Far above what any of these runs needs (well under a second each in release builds).
 const LIMIT: Duration = Duration::from_secs(120);
@@ -152,24 +152,8 @@ fn ift_framing_moves_exactly_the_specified_bytes() {
 #[cfg(target_os = "linux")]
 #[test]
 fn open_file_limit_is_raised_or_reported() {
-    let run = |limits: &str| {
-        let script = format!("{limits}; exec \"$0\" perf write bw -s 1K -n 20 -q 120");
-        let child = Command::new("sh")
-            .args(["-c", &script, BIN])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn sh");
-        output_bounded(child, LIMIT, &format!("iwarp perf under {limits}"))
-    };
-    let out = run("ulimit -n 100");
-    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
-    assert!(out.stderr.contains("RLIMIT_NOFILE"), "{}", out.stderr);
-    assert!(out.stdout.is_empty(), "nothing printed before the check");
-    // Only the soft limit low: raised to the hard one, if that is enough.
-    let out = run("ulimit -Sn 100 && ulimit -Hn 400 2>/dev/null || exit 77");
-    if out.status.code() != Some(77) {
+    let (_, soft) = under_file_limits("perf write bw -s 1K -n 20 -q 120", LIMIT);
+    if let Some(out) = soft {
         assert!(out.status.success(), "{}", out.stderr);
         assert!(out.stdout.contains("120 connections"), "{}", out.stdout);
     }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{drain, output_bounded, wait_bounded, Output, BIN};
+use common::{drain, output_bounded, under_file_limits, wait_bounded, Output, BIN};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -231,23 +231,8 @@ fn loopback_in_one_process() {
 #[cfg(target_os = "linux")]
 #[test]
 fn open_file_limit_is_raised_or_reported() {
-    let run = |limits: &str| {
-        let script = format!("{limits}; exec \"$0\" perf write bw -R -s 1024 -n 20 -q 120");
-        let child = Command::new("sh")
-            .args(["-c", &script, BIN])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn sh");
-        output_bounded(child, LIMIT, &format!("iwarp perf -R under {limits}"))
-    };
-    let out = run("ulimit -n 100");
-    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
-    assert!(out.stderr.contains("RLIMIT_NOFILE"), "{}", out.stderr);
-    assert!(out.stdout.is_empty(), "nothing printed before the check");
-    let out = run("ulimit -Sn 100 && ulimit -Hn 400 2>/dev/null || exit 77");
-    if out.status.code() != Some(77) {
+    let (_, soft) = under_file_limits("perf write bw -R -s 1024 -n 20 -q 120", LIMIT);
+    if let Some(out) = soft {
         ok(&out, "under a raised soft limit");
         assert_eq!(size_iters(&rows(&out.stdout)[0]), (1024, 20 * 120));
     }

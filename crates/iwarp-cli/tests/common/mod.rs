@@ -77,6 +77,32 @@ pub fn output_bounded(mut child: Child, limit: Duration, what: &str) -> Output {
     }
 }
 
+/// Runs `iwarp perf_args` under the open-file limits `limits` sets (shell `ulimit`
+/// commands), bounded by `limit`. A test of the limit checks asks, for the same run:
+/// under `ulimit -n 100` (both limits low) it must fail at once naming
+/// RLIMIT_NOFILE with nothing on stdout; under a low soft limit alone (`None` when
+/// this machine cannot lower the hard limit to 400) it must run.
+pub fn under_file_limits(perf_args: &str, limit: Duration) -> (Output, Option<Output>) {
+    let run = |limits: &str| {
+        let script = format!("{limits}; exec \"$0\" {perf_args}");
+        let child = Command::new("sh")
+            .args(["-c", &script, BIN])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sh");
+        output_bounded(child, limit, &format!("iwarp {perf_args} under {limits}"))
+    };
+    let low = run("ulimit -n 100");
+    assert_eq!(low.status.code(), Some(1), "{}", low.stderr);
+    assert!(low.stderr.contains("RLIMIT_NOFILE"), "{}", low.stderr);
+    assert!(low.stdout.is_empty(), "nothing printed before the check");
+    let soft = run("ulimit -Sn 100 && ulimit -Hn 400 2>/dev/null || exit 77");
+    let soft = (soft.status.code() != Some(77)).then_some(soft);
+    (low, soft)
+}
+
 /// Stderr lines as they come, so that a server's address can be read while it runs.
 pub fn lines(stderr: ChildStderr) -> Receiver<String> {
     let (tx, rx) = mpsc::channel();
