@@ -72,6 +72,8 @@ const FENCE_WR: u64 = 1 << 62;
 const HELLO_WR: u64 = 1 << 61;
 /// How long an IFT data connection has to send its hello once accepted.
 const HELLO_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The work request id of a latency test's requests.
+const LAT_WR: u64 = 1 << 60;
 /// Fences in flight at most (each is an outstanding Read, within the ORD).
 const MAX_FENCES: usize = 8;
 
@@ -559,14 +561,20 @@ impl ClientConn for IwarpClient {
         }
     }
 
+    /// One round trip, posted and reaped through the completion queues as
+    /// perftest's latency tests do (not the awaiting convenience calls,
+    /// which cost a channel per request).
     async fn lat_op(&mut self) -> Result<()> {
         let sge = self.local_sge()?;
         match self.test {
             TestKind::Read => {
                 self.qp
-                    .read(sge, self.remote()?)
-                    .await
-                    .map_err(|e| PerfError::iwarp("RDMA Read", e))?;
+                    .rdma_read(LAT_WR, sge, self.remote()?)
+                    .map_err(post_err("posting an RDMA Read"))?;
+                let c = self.qp.send_cq().next().await;
+                if c.status != CompletionStatus::Success {
+                    return Err(connection_gone(&self.qp, "server", "RDMA Read"));
+                }
             }
             TestKind::Send => {
                 let half = self.local.len() / 2;
@@ -574,12 +582,18 @@ impl ClientConn for IwarpClient {
                     .local
                     .sge(half..half + self.size)
                     .map_err(post_err("describing the pong buffer"))?;
-                // `join!` polls in order: the receive is posted before the ping goes.
-                let recv = self.qp.recv(pong);
-                let ping = self.qp.send(sge);
-                let (r, s) = tokio::join!(recv, ping);
-                s.map_err(|e| PerfError::iwarp("Send ping", e))?;
-                r.map_err(|e| PerfError::iwarp("receiving the pong", e))?;
+                // The pong's receive before the ping, in one list.
+                self.qp
+                    .post_list(|list| {
+                        list.post_recv(LAT_WR, pong)?;
+                        list.post_send(LAT_WR, sge)
+                    })
+                    .map_err(post_err("posting a Send ping and its pong's receive"))?;
+                let c = self.qp.recv_cq().next().await;
+                if c.status != CompletionStatus::Success {
+                    return Err(connection_gone(&self.qp, "server", "receiving the pong"));
+                }
+                self.reap_sends("Send ping")?;
             }
             TestKind::Write => {
                 self.seq = self.seq % 255 + 1;
@@ -587,12 +601,23 @@ impl ClientConn for IwarpClient {
                 let last = self.size - 1;
                 self.local.write_with(|b| b[last] = seq);
                 self.qp
-                    .write(sge, self.remote()?)
-                    .await
-                    .map_err(|e| PerfError::iwarp("RDMA Write ping", e))?;
+                    .rdma_write(LAT_WR, sge, self.remote()?)
+                    .map_err(post_err("posting an RDMA Write ping"))?;
                 // The server writes the ping's mark back; it may already be here.
                 poll_for(&self.qp, &self.local, last, pong_mark(seq), "server").await?;
+                self.reap_sends("RDMA Write ping")?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl IwarpClient {
+    /// Takes the local completions of pings already answered: a ping the
+    /// server answered has left this end, so its completion is in.
+    fn reap_sends(&self, what: &str) -> Result<()> {
+        while let Some(c) = self.qp.send_cq().poll() {
+            check(&c, what)?;
         }
         Ok(())
     }
