@@ -9,8 +9,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
-
 use iwarp_proto::connection::ConnectionStats;
 use iwarp_proto::rdmap::{
     Completion, CompletionStatus, OneSidedCounters, PostError, QpState, SendFlags, Sge,
@@ -234,14 +232,10 @@ impl QueuePair {
         &self,
         f: impl FnOnce(&mut Inner, u64) -> Result<(), PostError>,
     ) -> Result<Completion, Error> {
-        let waiter: oneshot::Receiver<Completion> = self.shared().with_engine(|inner| {
-            let (id, rx) = Shared::internal_wr(inner);
-            f(inner, id).map(|()| rx)
-        })?;
-        match waiter.await {
-            Ok(c) if c.status == CompletionStatus::Success => Ok(c),
-            Ok(c) => Err(Error::Completion(c)),
-            Err(_) => Err(Error::Connection(
+        match self.shared().post_awaited(f)?.await {
+            Some(c) if c.status == CompletionStatus::Success => Ok(c),
+            Some(c) => Err(Error::Completion(c)),
+            None => Err(Error::Connection(
                 self.error().unwrap_or(ConnectionError::LocallyClosed),
             )),
         }

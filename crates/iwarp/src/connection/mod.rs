@@ -22,16 +22,19 @@
 
 mod log;
 mod rx;
+mod waiters;
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use socket2::SockRef;
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::Notify;
 
 use iwarp_proto::connection::{Connection, ConnectionConfig, Event, LossReason};
 use iwarp_proto::framing::Deframer;
@@ -45,10 +48,7 @@ use crate::info::ConnectionInfo;
 pub use iwarp_proto::connection::ConnectionError;
 
 use rx::{ReadStep, RxPath};
-
-/// Work request ids with this bit set belong to the runtime (the
-/// convenience calls that wait for their own completion).
-pub(crate) const INTERNAL_WR: u64 = 1 << 63;
+use waiters::{Waiters, INTERNAL_WR};
 
 /// Reads per lock hold before the reader lets others in.
 const READS_PER_TURN: usize = 16;
@@ -76,8 +76,8 @@ pub(crate) struct Shared {
 pub(crate) struct Inner {
     pub(crate) conn: Connection,
     rx: RxPath,
-    waiters: HashMap<u64, oneshot::Sender<Completion>>,
-    next_internal: u64,
+    /// The runtime's own requests, each awaited by one call.
+    pub(crate) waiters: Waiters,
     /// When the connection started: the instant given for input when no
     /// idle timer needs a fresh one.
     started: Instant,
@@ -118,8 +118,7 @@ impl Shared {
             inner: Mutex::new(Inner {
                 conn,
                 rx,
-                waiters: HashMap::new(),
-                next_internal: INTERNAL_WR,
+                waiters: Waiters::default(),
                 started,
             }),
             stream: s.stream,
@@ -150,14 +149,22 @@ impl Shared {
         r
     }
 
-    /// A fresh id for a runtime-owned work request, with a channel its
-    /// completion will arrive on.
-    pub(crate) fn internal_wr(inner: &mut Inner) -> (u64, oneshot::Receiver<Completion>) {
-        let id = inner.next_internal;
-        inner.next_internal = INTERNAL_WR | (id.wrapping_add(1) & !INTERNAL_WR);
-        let (tx, rx) = oneshot::channel();
-        inner.waiters.insert(id, tx);
-        (id, rx)
+    /// Posts one runtime-owned request with `post` (given its id) and
+    /// returns what waits for its completion; a refused post frees the id.
+    pub(crate) fn post_awaited<E>(
+        &self,
+        post: impl FnOnce(&mut Inner, u64) -> Result<(), E>,
+    ) -> Result<Awaited<'_>, E> {
+        let id = self.with_engine(|inner| {
+            let id = inner.waiters.register();
+            post(inner, id).inspect_err(|_| inner.waiters.cancel(id))?;
+            Ok(id)
+        })?;
+        Ok(Awaited {
+            shared: self,
+            id,
+            answered: false,
+        })
     }
 
     /// [`Shared::after_engine`] from anywhere but the writer task: if the
@@ -213,7 +220,7 @@ impl Shared {
                     log::finished(&self.span, inner.conn.error(), &inner.conn.stats());
                     // Nothing can complete any more: those waiting for a
                     // completion learn that the connection ended.
-                    inner.waiters.clear();
+                    inner.waiters.finish();
                     self.tx_wake.notify_one();
                     self.done.notify_waiters();
                 }
@@ -228,9 +235,7 @@ impl Shared {
     fn deliver(&self, inner: &mut Inner, c: Completion) {
         log::completion(&self.span, &c);
         if c.wr_id & INTERNAL_WR != 0 {
-            if let Some(waiter) = inner.waiters.remove(&c.wr_id) {
-                let _ = waiter.send(c);
-            }
+            inner.waiters.complete(c);
             return;
         }
         match c.opcode {
@@ -426,6 +431,36 @@ async fn writer(shared: Arc<Shared>) {
             }
         } else {
             notified.await;
+        }
+    }
+}
+
+/// The completion of one runtime-owned request: `None` if the connection
+/// ended without it. Dropped early, it gives up its slot.
+#[derive(Debug)]
+pub(crate) struct Awaited<'a> {
+    shared: &'a Shared,
+    id: u64,
+    answered: bool,
+}
+
+impl Future for Awaited<'_> {
+    type Output = Option<Completion>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let mut inner = this.shared.lock();
+        let finished = inner.conn.is_finished();
+        let r = inner.waiters.poll(this.id, cx, finished);
+        this.answered = r.is_ready();
+        r
+    }
+}
+
+impl Drop for Awaited<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.shared.lock().waiters.abandon(self.id);
         }
     }
 }
