@@ -97,12 +97,13 @@ impl CompletionQueue {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use futures_util::StreamExt;
     use iwarp_proto::rdmap::{CompletionOpcode, CompletionStatus};
 
-    fn completion(wr_id: u64) -> Completion {
+    /// A successful Send completion of `wr_id`, for tests.
+    pub(crate) fn completion(wr_id: u64) -> Completion {
         Completion {
             wr_id,
             status: CompletionStatus::Success,

@@ -176,7 +176,7 @@ impl Waiters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iwarp_proto::rdmap::{CompletionOpcode, CompletionStatus};
+    use crate::cq::tests::completion as done;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::task::Wake;
@@ -186,17 +186,6 @@ mod tests {
     impl Wake for Count {
         fn wake(self: Arc<Self>) {
             self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    fn done(wr_id: u64) -> Completion {
-        Completion {
-            wr_id,
-            status: CompletionStatus::Success,
-            opcode: CompletionOpcode::Send,
-            byte_len: 0,
-            solicited: false,
-            invalidated: None,
         }
     }
 
