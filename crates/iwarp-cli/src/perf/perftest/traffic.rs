@@ -152,6 +152,36 @@ async fn next(cq: &CompletionQueue, what: &str) -> Result<Completion> {
         .map_err(|_| stalled(what))
 }
 
+/// The next completion of `cq` during a run: within a `-D` window, `None` once the
+/// window is over; otherwise failing after [`STALL`] without one.
+async fn next_in(
+    cq: &CompletionQueue,
+    window: Option<Window>,
+    what: &str,
+) -> Result<Option<Completion>> {
+    match window {
+        Some(w) => {
+            let left = w.end.saturating_sub(w.start.elapsed());
+            Ok(tokio::time::timeout(left, cq.next()).await.ok())
+        }
+        None => next(cq, what).await.map(Some),
+    }
+}
+
+/// Fails on a receive that failed or that holds a message of another size than this
+/// end's `-s`.
+fn check_receive(c: &Completion, qps: &[QueuePair], size: u64) -> Result<()> {
+    check(c, qps, "a receive failed")?;
+    if u64::from(c.byte_len) != size {
+        return Err(PerfError::Protocol(format!(
+            "the peer sends {}-octet messages; this end was started with -s {size}: \
+             run both ends with the same size",
+            c.byte_len
+        )));
+    }
+    Ok(())
+}
+
 fn stalled(what: &str) -> PerfError {
     PerfError::Timeout {
         what: what.into(),
@@ -333,15 +363,8 @@ pub async fn bw_server_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures
         } else if !matches!(p.length, Length::Duration { .. }) && count >= total {
             break;
         }
-        let c = match window {
-            Some(w) => {
-                let left = w.end.saturating_sub(w.start.elapsed());
-                match tokio::time::timeout(left, d.recv_cq.next()).await {
-                    Ok(c) => c,
-                    Err(_) => break,
-                }
-            }
-            None => next(&d.recv_cq, "waiting for the client's Sends").await?,
+        let Some(c) = next_in(&d.recv_cq, window, "waiting for the client's Sends").await? else {
+            break;
         };
         batch.clear();
         batch.push(c);
@@ -352,14 +375,7 @@ pub async fn bw_server_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures
             window = Window::new(p.length, at);
         }
         for c in &batch {
-            check(c, &d.qps, "a receive failed")?;
-            if u64::from(c.byte_len) != size {
-                return Err(PerfError::Protocol(format!(
-                    "the peer sends {}-octet messages; this end was started with -s {size}: \
-                     run both ends with the same size",
-                    c.byte_len
-                )));
-            }
+            check_receive(c, &d.qps, size)?;
             let i = (c.wr_id as usize).min(q - 1);
             received[i] += 1;
             count += 1;
@@ -489,13 +505,7 @@ pub async fn bw_both_ways_send(d: &Data, p: &Params, size: u64) -> Result<BwFigu
         match event {
             Event::Tick => {}
             Event::Received(c) => {
-                check(&c, &d.qps, "a receive failed")?;
-                if u64::from(c.byte_len) != size {
-                    return Err(PerfError::Protocol(format!(
-                        "the peer sends {}-octet messages; this end was started with -s {size}",
-                        c.byte_len
-                    )));
-                }
+                check_receive(&c, &d.qps, size)?;
                 if waiting_first {
                     waiting_first = false;
                     window = Window::new(p.length, at);
@@ -712,24 +722,10 @@ async fn send_lat(
     while more(scnt) || (window.is_none() && rcnt < n) {
         // The client sends first: its first turn skips the wait.
         if (window.is_some() || rcnt < n) && (!client || scnt >= 1) {
-            let c = match window {
-                Some(w) => {
-                    let left = w.end.saturating_sub(w.start.elapsed());
-                    match tokio::time::timeout(left, d.recv_cq.next()).await {
-                        Ok(c) => c,
-                        Err(_) => break,
-                    }
-                }
-                None => next(&d.recv_cq, "waiting for the peer's Send").await?,
+            let Some(c) = next_in(&d.recv_cq, window, "waiting for the peer's Send").await? else {
+                break;
             };
-            check(&c, &d.qps, "a receive failed")?;
-            if u64::from(c.byte_len) != size {
-                return Err(PerfError::Protocol(format!(
-                    "the peer sends {}-octet messages; this end was started with -s {size}: \
-                     run both ends with the same size",
-                    c.byte_len
-                )));
-            }
+            check_receive(&c, &d.qps, size)?;
             rcnt += 1;
             if window.is_some() || rcnt + rx_depth <= n {
                 qp.post_recv(0, d.receive_buffer(0, size, 0, false)?)
