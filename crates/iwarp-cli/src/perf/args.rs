@@ -206,15 +206,9 @@ impl PerfArgs {
             (self.ift_crc.is_some(), "--ift-crc"),
             (self.data_port != 0, "--data-port"),
         ];
-        let given: Vec<&str> = native_only
-            .iter()
-            .filter(|(g, _)| *g)
-            .map(|(_, n)| *n)
-            .collect();
-        if !given.is_empty() {
+        if let Some(given) = given_flags(&native_only) {
             return Err(PerfError::Usage(format!(
-                "{} not available with --perftest (perftest has no such option)",
-                given.join(", ")
+                "{given} not available with --perftest (perftest has no such option)"
             )));
         }
         let duration = match self.duration {
@@ -309,15 +303,9 @@ impl PerfArgs {
                 (self.ift_crc.is_some(), "--ift-crc"),
                 (self.report_gbits, "--report-gbits"),
             ];
-            let given: Vec<&str> = shaping
-                .iter()
-                .filter(|(g, _)| *g)
-                .map(|(_, n)| *n)
-                .collect();
-            if !given.is_empty() {
+            if let Some(given) = given_flags(&shaping) {
                 return Err(PerfError::Usage(format!(
-                    "--server learns the test from each client; pass {} to the client instead",
-                    given.join(", ")
+                    "--server learns the test from each client; pass {given} to the client instead"
                 )));
             }
             return Ok(RunConfig {
@@ -425,6 +413,13 @@ fn split_host_port(target: &str, default_port: u16) -> Result<(String, u16), Per
         None if target.is_empty() => Err(bad()),
         None => Ok((target.to_string(), default_port)),
     }
+}
+
+/// The names of the flags given among `flags` (whether given, name), joined with
+/// commas; `None` if none was.
+fn given_flags(flags: &[(bool, &str)]) -> Option<String> {
+    let names: Vec<&str> = flags.iter().filter(|(g, _)| *g).map(|(_, n)| *n).collect();
+    (!names.is_empty()).then(|| names.join(", "))
 }
 
 #[cfg(test)]
