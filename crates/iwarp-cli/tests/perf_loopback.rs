@@ -13,18 +13,15 @@ use serde_json::Value;
 
 mod common;
 
-use common::{output_bounded, under_file_limits, Output, BIN};
+use common::{iwarp_command, output_bounded, under_file_limits, Output, BIN};
 
 /// Far above what any of these runs needs (well under a second each in release builds).
 const LIMIT: Duration = Duration::from_secs(120);
 
 fn perf(args: &[&str]) -> Output {
-    let child = Command::new(BIN)
+    let child = iwarp_command(&[])
         .arg("perf")
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn iwarp");
     output_bounded(child, LIMIT, &format!("iwarp perf {args:?}"))
@@ -354,13 +351,10 @@ fn errors_are_clear_and_exit_non_zero() {
 /// zero-length Reads that fence them, 2 + 18 + 28 + 4 octets each).
 #[test]
 fn verbose_prints_both_ends_counters() {
-    let child = Command::new(BIN)
+    let child = iwarp_command(&[])
         .args([
             "-v", "perf", "write", "bw", "-s", "4096", "-n", "20", "--warmup", "5",
         ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn iwarp");
     let out = output_bounded(child, LIMIT, "iwarp -v perf");

@@ -7,27 +7,23 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
 mod common;
 
-use common::{drain, output_bounded, under_file_limits, wait_bounded, Output, BIN};
+use common::{drain, iwarp_command, output_bounded, under_file_limits, wait_bounded, Output};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// Runs a perftest-mode server with `server_args` and a client with `client_args`
 /// against it; returns (server, client) outputs.
 fn pair(server_args: &[&str], client_args: &[&str]) -> (Output, Output) {
-    let mut server = Command::new(BIN)
+    let mut server = iwarp_command(&[])
         .arg("perf")
         .args(server_args)
         .args(["--server", "--bind", "127.0.0.1", "-p", "0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn server");
     let out = drain(server.stdout.take().expect("stdout"));
@@ -49,13 +45,10 @@ fn pair(server_args: &[&str], client_args: &[&str]) -> (Output, Output) {
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("no address in `{line}`"));
     let target = addr.to_string();
-    let client = Command::new(BIN)
+    let client = iwarp_command(&[])
         .arg("perf")
         .args(client_args)
         .args(["--connect", &target])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn client");
     let client = output_bounded(client, LIMIT, &format!("client {client_args:?}"));
@@ -213,11 +206,8 @@ fn duration_mode() {
 /// In-process loopback: `iwarp perf read lat -R` alone.
 #[test]
 fn loopback_in_one_process() {
-    let child = Command::new(BIN)
+    let child = iwarp_command(&[])
         .args(["perf", "read", "lat", "-R", "-n", "20", "-s", "64"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
     let out = output_bounded(child, LIMIT, "loopback");
@@ -327,13 +317,7 @@ fn options_of_the_other_mode_are_refused() {
         vec!["perf", "-R", "-D", "1.5"],
         vec!["perf", "-r", "16"],
     ] {
-        let child = Command::new(BIN)
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
+        let child = iwarp_command(&[]).args(&args).spawn().expect("spawn");
         let out = output_bounded(child, LIMIT, &format!("{args:?}"));
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.stderr);
     }

@@ -24,12 +24,15 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_iwarp");
+mod common;
+
+use common::iwarp_command;
+
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Which recorded end a test plays.
@@ -346,13 +349,7 @@ struct Peer {
 
 impl Peer {
     fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn iwarp");
+        let mut child = iwarp_command(&[]).args(args).spawn().expect("spawn iwarp");
         let err = child.stderr.take().expect("stderr");
         let (tx, stderr) = mpsc::channel();
         thread::spawn(move || {

@@ -3,22 +3,18 @@
 //! without errors; a client without a server must fail clearly. Bounded in
 //! time; nothing leaves 127.0.0.1.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
 
-use common::{output_bounded, BIN};
+use common::{iwarp_command, output_bounded};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
 fn soak(args: &[&str]) -> common::Output {
-    let child = Command::new(BIN)
+    let child = iwarp_command(&[])
         .arg("soak")
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn iwarp");
     output_bounded(child, LIMIT, &format!("iwarp soak {args:?}"))
