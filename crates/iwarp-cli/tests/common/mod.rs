@@ -178,7 +178,16 @@ impl Server {
             .take()
             .map(|h| h.join().expect("stdout reader"))
             .unwrap_or_default();
-        self.seen.extend(self.stderr.try_iter());
+        // Every line up to the end of the stream: the reader thread may still be
+        // reading the last ones when the child has exited (taking only those already
+        // received lost a server's last line now and then).
+        let deadline = Instant::now() + self.limit;
+        while let Ok(line) = self
+            .stderr
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(line);
+        }
         Output {
             status,
             stdout,
