@@ -42,13 +42,6 @@ import sys
 # IWARP_BIN: another build to measure, e.g. a copy from before a change.
 BIN = os.environ.get("IWARP_BIN", "target/release/iwarp")
 
-# glibc raises its mmap threshold when a large mmapped block is freed, so
-# whether a run's large buffers are fresh mmapped pages or heap memory
-# depends on what ran before it in the process, and the TCP baseline's
-# figure moved by up to 2x with it. A fixed threshold gives every run, of
-# either transport, the same placement (heap) whatever came before.
-PERF_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
-
 BW64 = ["-s", "64K", "-D", "2"]
 BW4 = ["-s", "4K", "-D", "2"]
 
@@ -77,7 +70,7 @@ MEMORY_SCENARIO = ("heap per idle connection, both ends", 64 * 1024)
 
 
 def run(args):
-    out = subprocess.run([BIN, "perf", *args, "--baseline", "tcp", "--json"], env=PERF_ENV,
+    out = subprocess.run([BIN, "perf", *args, "--baseline", "tcp", "--json"],
                          capture_output=True, text=True, timeout=600, check=True)
     doc = json.loads(out.stdout)
     figures = []
@@ -93,7 +86,7 @@ def run(args):
 def run_cpu(args):
     """One run of one transport: (MiB/s, CPU seconds per GiB moved)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([BIN, "perf", *args, "--json"], env=PERF_ENV,
+    out = subprocess.run([BIN, "perf", *args, "--json"],
                          capture_output=True, text=True, timeout=600, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

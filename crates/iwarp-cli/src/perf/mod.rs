@@ -19,6 +19,7 @@
 //! | [`tcp`] | the plain-TCP baseline backend |
 //! | [`perftest`] | `--perftest`: a wire peer of perftest's rdma_cm mode, both roles |
 
+mod aligned;
 pub mod args;
 pub mod backend;
 pub mod control;

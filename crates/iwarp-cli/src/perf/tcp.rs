@@ -41,6 +41,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use super::aligned::AlignedBuf;
 use super::backend::{Backend, ClientConn, DataListener, ServerConn, Stop};
 use super::control::{self, ControlMsg, PeerTally, CONTROL_TIMEOUT};
 use super::error::{PerfError, Result};
@@ -81,8 +82,8 @@ fn to_usize(size: u64) -> Result<usize> {
 
 /// A payload buffer with a recognisable pattern (content is never checked; it only avoids
 /// sending pages of zeroes that some paths could treat specially).
-fn payload(size: usize) -> Vec<u8> {
-    (0..size).map(|i| (i % 251) as u8).collect()
+fn payload(size: usize) -> AlignedBuf {
+    AlignedBuf::from_fn(size, |i| (i % 251) as u8)
 }
 
 fn client_err(what: &str, e: std::io::Error) -> PerfError {
@@ -154,8 +155,8 @@ impl Backend for TcpBackend {
             stream,
             pattern: Pattern::of(spec),
             size: 0,
-            tx: Vec::new(),
-            rx: Vec::new(),
+            tx: AlignedBuf::default(),
+            rx: AlignedBuf::default(),
             posted: 0,
             completed: 0,
             word: [0; WORD],
@@ -172,9 +173,9 @@ pub struct TcpClient {
     pattern: Pattern,
     size: usize,
     /// Message payload (stream, ping-pong).
-    tx: Vec<u8>,
+    tx: AlignedBuf,
     /// Receive buffer: acknowledgements, responses or pongs.
-    rx: Vec<u8>,
+    rx: AlignedBuf,
     /// Operations posted in this phase.
     posted: u64,
     /// Operations completed in this phase.
@@ -292,16 +293,13 @@ impl ClientConn for TcpClient {
         if self.size != size {
             self.size = size;
             self.tx = match self.pattern {
-                Pattern::RequestResponse => vec![0; WORD],
+                Pattern::RequestResponse => AlignedBuf::zeroed(WORD),
                 _ => payload(size),
             };
-            self.rx = vec![
-                0;
-                match self.pattern {
-                    Pattern::Stream => 4096,
-                    _ => size.min(READ_CHUNK),
-                }
-            ];
+            self.rx = AlignedBuf::zeroed(match self.pattern {
+                Pattern::Stream => 4096,
+                _ => size.min(READ_CHUNK),
+            });
         }
         self.posted = 0;
         self.completed = 0;
@@ -415,8 +413,8 @@ impl DataListener for TcpDataListener {
                 TcpServerConn {
                     stream,
                     pattern: self.pattern,
-                    rx: Vec::new(),
-                    tx: Vec::new(),
+                    rx: AlignedBuf::default(),
+                    tx: AlignedBuf::default(),
                 },
             ));
         }
@@ -428,8 +426,8 @@ impl DataListener for TcpDataListener {
 pub struct TcpServerConn {
     stream: TcpStream,
     pattern: Pattern,
-    rx: Vec<u8>,
-    tx: Vec<u8>,
+    rx: AlignedBuf,
+    tx: AlignedBuf,
 }
 
 impl ServerConn for TcpServerConn {
@@ -444,7 +442,7 @@ impl ServerConn for TcpServerConn {
             return Err(PerfError::Protocol("message size 0".into()));
         }
         if self.rx.len() != READ_CHUNK {
-            self.rx = vec![0; READ_CHUNK];
+            self.rx = AlignedBuf::zeroed(READ_CHUNK);
         }
         if self.tx.len() != size_usize && self.pattern != Pattern::Stream {
             self.tx = payload(size_usize);
