@@ -9,7 +9,8 @@
 //! reads, vectored writes, `shutdown`, wakers and timers.
 //!
 //! The `Connection` sits behind one mutex that is never held across an
-//! `.await`. Whoever touches it (a user posting work, the reader after
+//! `.await`; the reader and writer tasks take it without blocking their
+//! thread (`lock.rs`). Whoever touches it (a user posting work, the reader after
 //! feeding octets, the writer when the socket drains) also writes what it
 //! wants to send, with non-blocking vectored writes, and moves finished
 //! work into the completion queues. So a post is written in the caller's
@@ -20,6 +21,7 @@
 //! Each connection has a `tracing` span, which its events name as their
 //! parent (`log.rs`).
 
+mod lock;
 mod log;
 mod rx;
 mod waiters;
@@ -138,6 +140,12 @@ impl Shared {
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The lock, as the connection's own tasks take it: yielding to the
+    /// runtime while another holds it (the `lock` module says why).
+    async fn lock_yielding(&self) -> MutexGuard<'_, Inner> {
+        lock::lock_yielding(&self.inner).await
     }
 
     /// Runs `f` on the connection, then sends what it queued and delivers
@@ -338,7 +346,7 @@ impl Inner {
 async fn reader(shared: Arc<Shared>) {
     loop {
         let (step, deadline) = {
-            let mut guard = shared.lock();
+            let mut guard = shared.lock_yielding().await;
             let inner = &mut *guard;
             let step = read_turn(inner, &shared.stream);
             shared.after_engine_handoff(inner);
@@ -408,7 +416,7 @@ async fn writer(shared: Arc<Shared>) {
         tokio::pin!(notified);
         notified.as_mut().enable();
         let (pending, finished) = {
-            let mut guard = shared.lock();
+            let mut guard = shared.lock_yielding().await;
             let inner = &mut *guard;
             // The writer's own flush: a full socket is what it waits for
             // below, so no hand-over.
