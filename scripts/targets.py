@@ -12,6 +12,10 @@ less). Run from the repository root after `cargo build --release -p iwarp-cli`:
 `--only WORD` keeps the rows whose name contains WORD (any of them, case
 insensitive), e.g. `--only markers --only lat`.
 
+Each row also prints "CPU/octet": the median of the runs' ratios of the
+process's CPU time per octet during the measured phases (`cpu_ratio` in
+the tool's JSON; both ends, since they share the process).
+
 Rows beyond bandwidth and latency:
 
 - "CPU per octet": the 64 KiB RDMA Write run over iWARP and over TCP as
@@ -80,7 +84,9 @@ def run(args):
             figures.append(row["bw"]["avg_bytes_per_sec"] / 2**20)
         else:
             figures.append(row["lat"]["t_typical_usec"])
-    return figures
+    # The tool's own CPU time per octet of each measured phase, both ends (in-process).
+    cpu = doc["comparison"]["rows"][0].get("cpu_ratio")
+    return figures + [cpu]
 
 
 def run_cpu(args):
@@ -107,16 +113,19 @@ def verdict(r, target, kind):
 
 
 def measure_row(name, args, kind, target, repeats):
-    iw, tcp, ratios = [], [], []
+    iw, tcp, ratios, cpus = [], [], [], []
     for _ in range(repeats):
-        a, b = run(args)
+        a, b, cpu = run(args)
         iw.append(a)
         tcp.append(b)
         ratios.append(a / b)
+        if cpu is not None:
+            cpus.append(cpu)
     unit = "MiB/s" if kind == "bw" else "us"
     r = statistics.median(ratios)
+    cpu = f"  CPU/octet {statistics.median(cpus):5.3f}" if cpus else ""
     print(f"{name:46} iwarp {statistics.median(iw):9.1f} {unit}  tcp {statistics.median(tcp):9.1f} {unit}"
-          f"  ratio {r:5.3f} {verdict(r, target, kind)}  {spread(ratios)}", flush=True)
+          f"  ratio {r:5.3f} {verdict(r, target, kind)}  {spread(ratios)}{cpu}", flush=True)
 
 
 def measure_cpu(repeats):

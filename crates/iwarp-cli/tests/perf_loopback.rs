@@ -199,6 +199,22 @@ fn baseline_runs_side_by_side() {
         row["ratio"].as_f64().unwrap(),
     );
     assert!((r - p / b).abs() <= 1e-9 * r.abs());
+    // Each run says what CPU time the process spent on it, and per GiB moved; the
+    // comparison sets the two per-octet figures side by side.
+    let per_gib: Vec<f64> = runs
+        .iter()
+        .map(|run| {
+            let res = &run["results"][0];
+            let cpu = res["cpu_s"].as_f64().expect("cpu_s");
+            assert!(cpu > 0.0, "{res}");
+            let gib = u(&res["bytes"]) as f64 / f64::from(1u32 << 30);
+            let per = res["cpu_s_per_gib"].as_f64().expect("cpu_s_per_gib");
+            assert!((per - cpu / gib).abs() <= 1e-9 * per);
+            per
+        })
+        .collect();
+    let cpu_ratio = row["cpu_ratio"].as_f64().expect("cpu_ratio");
+    assert!((cpu_ratio - per_gib[0] / per_gib[1]).abs() <= 1e-9 * cpu_ratio);
     assert_eq!(u(&report["summary"]["total_bytes"]), 2 * 2048 * 30);
 }
 

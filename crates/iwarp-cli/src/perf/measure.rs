@@ -16,6 +16,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cpu_time::ProcessTime;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
@@ -79,6 +80,10 @@ pub struct PhaseMeasurement {
     pub elapsed: Duration,
     /// Completed-octet samples for peak bandwidth (first at 0, last at `elapsed`).
     pub samples: Option<Vec<Sample>>,
+    /// CPU time (user and system, every thread) this process spent from the phase start
+    /// until every connection had finished; in a loopback run that is both ends. `None` if
+    /// the system would not say.
+    pub cpu: Option<Duration>,
 }
 
 impl PhaseMeasurement {
@@ -113,6 +118,7 @@ pub async fn run_phase<C: ClientConn>(
         prepared.push(conn);
     }
     let base_bytes = counters.bytes();
+    let cpu_start = ProcessTime::try_now().ok();
     let start = Instant::now();
     let mut set = JoinSet::new();
     for (index, mut conn) in prepared.into_iter().enumerate() {
@@ -194,6 +200,7 @@ pub async fn run_phase<C: ClientConn>(
         conns: measurements,
         elapsed,
         samples,
+        cpu: cpu_start.and_then(|t| t.try_elapsed().ok()),
     })
 }
 

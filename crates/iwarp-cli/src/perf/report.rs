@@ -23,6 +23,9 @@ use super::measure::PhaseMeasurement;
 use super::spec::{FramingMode, Measure, PlacementMode, RunLength, TestKind, TestSpec, Transport};
 use super::stats::{BandwidthSummary, LatencySummary};
 
+/// Octets in a GiB, for CPU time per octet.
+const GIB: f64 = (1u64 << 30) as f64;
+
 /// perftest's `RESULT_LINE`: 87 dashes.
 pub const RESULT_LINE: &str =
     "---------------------------------------------------------------------------------------";
@@ -106,6 +109,12 @@ pub struct RowReport {
     pub peer_bytes: Option<u64>,
     /// Phase start to last completion, seconds.
     pub elapsed_s: f64,
+    /// CPU seconds (user and system, every thread) the measuring process spent in the
+    /// phase: in a loopback run both ends, against a server the client alone. `null` if
+    /// the system would not say.
+    pub cpu_s: Option<f64>,
+    /// `cpu_s` per GiB of `bytes` (`null` without `cpu_s` or without octets).
+    pub cpu_s_per_gib: Option<f64>,
     /// Per connection.
     pub connections: Vec<ConnReport>,
     /// Bandwidth figures (bandwidth tests).
@@ -185,12 +194,17 @@ impl RowReport {
                 (None, lat)
             }
         };
+        let cpu_s = m.cpu.map(|d| d.as_secs_f64());
         RowReport {
             size,
             iterations,
             bytes,
             peer_bytes,
             elapsed_s: m.elapsed.as_secs_f64(),
+            cpu_s,
+            cpu_s_per_gib: cpu_s
+                .filter(|_| bytes > 0)
+                .map(|c| c / (bytes as f64 / GIB)),
             connections,
             bw,
             lat,
@@ -230,6 +244,9 @@ pub struct ComparisonRow {
     pub baseline: f64,
     /// `primary / baseline` (`null` if the baseline is 0).
     pub ratio: Option<f64>,
+    /// The primary's CPU per octet over the baseline's (`cpu_s_per_gib`; `null` if either
+    /// is unknown or the baseline's is 0).
+    pub cpu_ratio: Option<f64>,
 }
 
 /// Primary and baseline side by side.
@@ -258,11 +275,16 @@ impl Comparison {
             .filter_map(|p| {
                 let b = baseline.results.iter().find(|b| b.size == p.size)?;
                 let (pv, bv) = (metric(p)?, metric(b)?);
+                let cpu_ratio = match (p.cpu_s_per_gib, b.cpu_s_per_gib) {
+                    (Some(pc), Some(bc)) if bc > 0.0 => Some(pc / bc),
+                    _ => None,
+                };
                 Some(ComparisonRow {
                     size: p.size,
                     primary: pv,
                     baseline: bv,
                     ratio: (bv != 0.0).then(|| pv / bv),
+                    cpu_ratio,
                 })
             })
             .collect();
@@ -538,20 +560,21 @@ pub fn comparison_table(c: &Comparison, measure: Measure, style: TableStyle) -> 
     let _ = writeln!(out, " Side by side: {p} vs {b} baseline");
     let _ = writeln!(
         out,
-        " #bytes     {:<34}{:<34}ratio {p}/{b}",
+        " #bytes     {:<34}{:<34}{:<20}CPU per octet {p}/{b}",
         format!("{p} {metric}"),
-        format!("{b} baseline {metric}")
+        format!("{b} baseline {metric}"),
+        format!("ratio {p}/{b}")
     );
+    let three = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
     for r in &c.rows {
-        let ratio = r
-            .ratio
-            .map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
         let _ = writeln!(
             out,
-            " {:<7}    {:<34.2}{:<34.2}{ratio}",
+            " {:<7}    {:<34.2}{:<34.2}{:<20}{}",
             r.size,
             convert(r.primary),
-            convert(r.baseline)
+            convert(r.baseline),
+            three(r.ratio),
+            three(r.cpu_ratio)
         );
     }
     let _ = write!(out, "{RESULT_LINE}");
@@ -691,6 +714,7 @@ mod tests {
             conns: vec![conn(10, vec![]), conn(10, vec![])],
             elapsed: Duration::from_millis(100),
             samples: None,
+            cpu: Some(Duration::from_millis(50)),
         };
         let tally = Some(PeerTally {
             bytes: 40960,
@@ -704,6 +728,9 @@ mod tests {
         assert_eq!(bw.avg_bytes_per_sec, 819200.0);
         assert_eq!(bw.peak_bytes_per_sec, None);
         assert_eq!(bw.msg_rate_mpps, 200.0 / 1e6);
+        // 50 ms of CPU for 81,920 octets.
+        assert_eq!(row.cpu_s, Some(0.05));
+        assert_eq!(row.cpu_s_per_gib, Some(0.05 / (81920.0 / GIB)));
         assert_eq!(
             row_line(&row, TableStyle { gbits: false }),
             bw_line(4096, 20, 0.0, 0.78125, 0.0002)
@@ -723,6 +750,8 @@ mod tests {
                 "bw",
                 "bytes",
                 "connections",
+                "cpu_s",
+                "cpu_s_per_gib",
                 "elapsed_s",
                 "iterations",
                 "lat",
@@ -742,6 +771,7 @@ mod tests {
             conns: vec![conn(2, vec![2000, 4000]), conn(1, vec![6000])],
             elapsed: Duration::from_millis(1),
             samples: None,
+            cpu: None,
         };
         let row = RowReport::build(&s, 4096, &mut m, &[None, None]);
         assert_eq!(row.peer_bytes, None);
@@ -757,6 +787,7 @@ mod tests {
             conns: vec![conn(1, vec![5000])],
             elapsed: Duration::from_millis(1),
             samples: None,
+            cpu: None,
         };
         let l = RowReport::build(&s, 4096, &mut m, &[None]).lat.unwrap();
         assert_eq!(l.basis, LatencyBasis::RoundTrip);
@@ -765,12 +796,14 @@ mod tests {
 
     #[test]
     fn comparison_ratio_and_table() {
-        let row = |size, avg: f64| RowReport {
+        let row = |size, avg: f64, cpu_s_per_gib: Option<f64>| RowReport {
             size,
             iterations: 1,
             bytes: size,
             peer_bytes: None,
             elapsed_s: 1.0,
+            cpu_s: cpu_s_per_gib,
+            cpu_s_per_gib,
             connections: vec![],
             bw: Some(BwReport {
                 peak_bytes_per_sec: None,
@@ -782,30 +815,32 @@ mod tests {
         let p = RunReport {
             transport: Transport::Iwarp,
             role: Role::Primary,
-            results: vec![row(2, 1048576.0), row(4, 2097152.0)],
+            results: vec![row(2, 1048576.0, Some(1.5)), row(4, 2097152.0, Some(1.0))],
         };
         let b = RunReport {
             transport: Transport::Tcp,
             role: Role::Baseline,
-            results: vec![row(2, 4194304.0), row(4, 0.0)],
+            results: vec![row(2, 4194304.0, Some(1.0)), row(4, 0.0, None)],
         };
         let c = Comparison::build(Measure::Bw, &p, &b);
         assert_eq!(c.rows[0].ratio, Some(0.25));
         assert_eq!(c.rows[1].ratio, None);
+        assert_eq!(c.rows[0].cpu_ratio, Some(1.5));
+        assert_eq!(c.rows[1].cpu_ratio, None);
         let table = comparison_table(&c, Measure::Bw, TableStyle { gbits: false });
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[1], " Side by side: iwarp vs tcp baseline");
         assert_eq!(
             lines[2],
-            " #bytes     iwarp BW average[MiB/sec]         tcp baseline BW average[MiB/sec]  ratio iwarp/tcp"
+            " #bytes     iwarp BW average[MiB/sec]         tcp baseline BW average[MiB/sec]  ratio iwarp/tcp     CPU per octet iwarp/tcp"
         );
         assert_eq!(
             lines[3],
-            " 2          1.00                              4.00                              0.250"
+            " 2          1.00                              4.00                              0.250               1.500"
         );
         assert_eq!(
             lines[4],
-            " 4          2.00                              0.00                              -"
+            " 4          2.00                              0.00                              -                   -"
         );
     }
 }
