@@ -1,5 +1,6 @@
-//! How the connection's own tasks take its lock: without putting their
-//! thread to sleep.
+//! How the connection's own tasks take its lock: yielding to the runtime
+//! while it is held, rather than putting their thread to sleep, for up to
+//! 5 ms.
 //!
 //! The reader and writer tasks share one lock with the application, whose
 //! posts write to the socket under it. Taken with a blocking `lock`, a
