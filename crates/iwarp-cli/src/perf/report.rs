@@ -581,7 +581,23 @@ pub fn comparison_table(c: &Comparison, measure: Measure, style: TableStyle) -> 
     out
 }
 
-/// The closing one-line summary.
+/// A run's CPU time, as this process spent it, per GiB moved (bandwidth) or per operation
+/// (latency), over all its sizes; `None` unless every size has a CPU time and some traffic.
+pub fn cpu_figure(run: &RunReport, measure: Measure) -> Option<String> {
+    let cpu: f64 = run.results.iter().map(|r| r.cpu_s).sum::<Option<f64>>()?;
+    match measure {
+        Measure::Bw => {
+            let bytes: u64 = run.results.iter().map(|r| r.bytes).sum();
+            (bytes > 0).then(|| format!("{:.3} s/GiB", cpu / (bytes as f64 / GIB)))
+        }
+        Measure::Lat => {
+            let ops: u64 = run.results.iter().map(|r| r.iterations).sum();
+            (ops > 0).then(|| format!("{:.2} usec/op", cpu * 1e6 / ops as f64))
+        }
+    }
+}
+
+/// The closing one-line summary, with each run's CPU figure ([`cpu_figure`]) when known.
 pub fn summary_line(report: &Report) -> String {
     let transports: Vec<String> = report
         .runs
@@ -593,8 +609,19 @@ pub fn summary_line(report: &Report) -> String {
         .collect();
     let sizes = report.spec.sizes.len();
     let conns = report.spec.connections;
+    let cpu: Vec<String> = report
+        .runs
+        .iter()
+        .zip(&transports)
+        .filter_map(|(r, name)| Some(format!("{name} {}", cpu_figure(r, report.spec.measure)?)))
+        .collect();
+    let cpu = if cpu.is_empty() {
+        String::new()
+    } else {
+        format!("; this process's CPU: {}", cpu.join(", "))
+    };
     format!(
-        " iwarp perf: {} {} over {}: {} bytes measured in {:.3} s ({} size{}, {} connection{})",
+        " iwarp perf: {} {} over {}: {} bytes measured in {:.3} s ({} size{}, {} connection{}){cpu}",
         report.spec.test,
         report.spec.measure,
         transports.join(" + "),
@@ -827,6 +854,15 @@ mod tests {
         assert_eq!(c.rows[1].ratio, None);
         assert_eq!(c.rows[0].cpu_ratio, Some(1.5));
         assert_eq!(c.rows[1].cpu_ratio, None);
+        // A run's CPU figure needs every size's CPU time: the baseline lacks one.
+        assert_eq!(cpu_figure(&b, Measure::Bw), None);
+        // 2.5 s over 6 octets; per operation, 2.5 s over 2 operations.
+        let gib = 2.5 / (6.0 / GIB);
+        assert_eq!(cpu_figure(&p, Measure::Bw), Some(format!("{gib:.3} s/GiB")));
+        assert_eq!(
+            cpu_figure(&p, Measure::Lat),
+            Some("1250000.00 usec/op".into())
+        );
         let table = comparison_table(&c, Measure::Bw, TableStyle { gbits: false });
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[1], " Side by side: iwarp vs tcp baseline");
