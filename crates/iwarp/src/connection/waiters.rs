@@ -33,6 +33,14 @@ struct Slot {
     state: State,
 }
 
+impl Slot {
+    /// Frees the slot for its next request, which gets a new generation.
+    fn reset(&mut self) {
+        self.state = State::Free;
+        self.generation = self.generation.wrapping_add(1);
+    }
+}
+
 /// The slots of a connection's runtime-owned requests.
 #[derive(Debug, Default)]
 pub(crate) struct Waiters {
@@ -40,26 +48,31 @@ pub(crate) struct Waiters {
     free: Vec<u32>,
 }
 
+/// The bits of a generation an id carries (the top bit is [`INTERNAL_WR`]).
+const GENERATION_MASK: u32 = 0x7fff_ffff;
+
 fn id_of(index: u32, generation: u32) -> u64 {
-    INTERNAL_WR | u64::from(generation & 0x7fff_ffff) << 32 | u64::from(index)
+    INTERNAL_WR | u64::from(generation & GENERATION_MASK) << 32 | u64::from(index)
+}
+
+/// The slot index and the generation an id names.
+fn parts(id: u64) -> (u32, u32) {
+    (id as u32, (id >> 32) as u32 & GENERATION_MASK)
 }
 
 impl Waiters {
     /// The slot `id` names, if it still belongs to that request.
     fn slot(&mut self, id: u64) -> Option<&mut Slot> {
-        let index = (id & 0xffff_ffff) as usize;
-        let generation = ((id >> 32) & 0x7fff_ffff) as u32;
+        let (index, generation) = parts(id);
         self.slots
-            .get_mut(index)
-            .filter(|s| s.generation & 0x7fff_ffff == generation)
+            .get_mut(index as usize)
+            .filter(|s| s.generation & GENERATION_MASK == generation)
     }
 
     fn release(&mut self, id: u64) {
-        let index = (id & 0xffff_ffff) as u32;
         if let Some(slot) = self.slot(id) {
-            slot.state = State::Free;
-            slot.generation = slot.generation.wrapping_add(1);
-            self.free.push(index);
+            slot.reset();
+            self.free.push(parts(id).0);
         }
     }
 
@@ -157,8 +170,7 @@ impl Waiters {
                     }
                 }
                 State::Abandoned => {
-                    slot.state = State::Free;
-                    slot.generation = slot.generation.wrapping_add(1);
+                    slot.reset();
                     self.free.push(i as u32);
                 }
                 _ => {}
@@ -189,10 +201,15 @@ mod tests {
         }
     }
 
+    /// A waker that counts its wakes, and the count.
+    fn counting_waker() -> (Arc<Count>, Waker) {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        (count.clone(), Waker::from(count))
+    }
+
     #[test]
     fn a_completion_reaches_its_waiter_and_the_slot_is_reused() {
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let (count, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         let mut w = Waiters::default();
         for round in 0..100 {
@@ -230,8 +247,7 @@ mod tests {
 
     #[test]
     fn the_end_of_the_connection_answers_every_waiter() {
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let (count, waker) = counting_waker();
         let mut cx = Context::from_waker(&waker);
         let mut w = Waiters::default();
         let a = w.register();
