@@ -335,6 +335,16 @@ impl IwarpClient {
             .ok_or_else(|| PerfError::Protocol("the server announced no buffer".into()))
     }
 
+    /// Takes the local completions already in, failing on one that failed (`what`
+    /// names the operation). A latency ping the server answered has left this end,
+    /// so its completion is in.
+    fn reap_sends(&self, what: &str) -> Result<()> {
+        while let Some(c) = self.qp.send_cq().poll() {
+            check(&c, what)?;
+        }
+        Ok(())
+    }
+
     /// Send bandwidth: waits for acknowledgements; returns newly acknowledged messages.
     async fn ack_completions(&mut self) -> Result<u64> {
         loop {
@@ -343,9 +353,7 @@ impl IwarpClient {
             self.completions.push(first);
             self.qp.recv_cq().poll_many(&mut self.completions, 1024);
             // Local Send completions carry nothing we need; keep the queue short.
-            while let Some(c) = self.qp.send_cq().poll() {
-                check(&c, "send")?;
-            }
+            self.reap_sends("send")?;
             let mut latest = self.completed;
             for c in &self.completions {
                 if c.status != CompletionStatus::Success {
@@ -562,8 +570,8 @@ impl ClientConn for IwarpClient {
     }
 
     /// One round trip, posted and reaped through the completion queues as
-    /// perftest's latency tests do (not the awaiting convenience calls,
-    /// which cost a channel per request).
+    /// perftest's latency tests do, rather than through the awaiting
+    /// convenience calls.
     async fn lat_op(&mut self) -> Result<()> {
         let sge = self.local_sge()?;
         match self.test {
@@ -607,17 +615,6 @@ impl ClientConn for IwarpClient {
                 poll_for(&self.qp, &self.local, last, pong_mark(seq), "server").await?;
                 self.reap_sends("RDMA Write ping")?;
             }
-        }
-        Ok(())
-    }
-}
-
-impl IwarpClient {
-    /// Takes the local completions of pings already answered: a ping the
-    /// server answered has left this end, so its completion is in.
-    fn reap_sends(&self, what: &str) -> Result<()> {
-        while let Some(c) = self.qp.send_cq().poll() {
-            check(&c, what)?;
         }
         Ok(())
     }
