@@ -221,7 +221,7 @@ fn loopback_in_one_process() {
 #[cfg(target_os = "linux")]
 #[test]
 fn open_file_limit_is_raised_or_reported() {
-    let (_, soft) = under_file_limits("perf write bw -R -s 1024 -n 20 -q 120", LIMIT);
+    let soft = under_file_limits("perf write bw -R -s 1024 -n 20 -q 120", LIMIT);
     if let Some(out) = soft {
         ok(&out, "under a raised soft limit");
         assert_eq!(size_iters(&rows(&out.stdout)[0]), (1024, 20 * 120));
