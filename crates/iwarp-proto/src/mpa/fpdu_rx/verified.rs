@@ -8,19 +8,21 @@
 //! [`Deframer::receive`] takes whole FPDUs only, leaving the octets of
 //! an incomplete one to the caller, who presents them again with more
 //! (as the startup machines leave what follows a frame). It first checks
-//! an FPDU in full (markers, CRC), then walks the same octets a second
-//! time to pass the runs of its ULPDU, markers left out, to the sink.
+//! an FPDU in full (markers, CRC), computing where its fields and markers
+//! fall rather than stepping through them (the incremental walk remains
+//! for what that does not vouch for, and reports the error), then passes
+//! the runs of its ULPDU, markers left out, to the sink.
 //! [`FpduReceiver::next_fpdu_len`] tells the caller how many octets the
 //! FPDU at the front of its buffer needs, so that it can read that many.
 
-use super::FpduReceiver;
-use crate::framing::crc;
+use super::{Field, FpduReceiver};
+use crate::framing::crc::{self, Crc32c};
 use crate::framing::{
     Deframer, FeedError, FramingEvent, Layout, Next, Span, UlpduSink, MARKER_LEN,
 };
 use crate::mpa::error::MpaError;
 use crate::mpa::fpdu::{fpdu_len, pad_len, CRC_LEN, HEADER_LEN, MAX_ULPDU_LEN};
-use crate::mpa::marker::INTERVAL;
+use crate::mpa::marker::{self, INTERVAL};
 
 /// Payload runs handed to the sink in one call at most, as the
 /// [`crate::framing::receive`] loop gathers them.
@@ -91,23 +93,12 @@ impl FpduReceiver {
             offset += 1;
         }
         let ulpdu_len = usize::from(u16::from_be_bytes(header));
-        let mut left = ulpdu_len + pad_len(ulpdu_len) + CRC_LEN;
-        while left > 0 {
-            if self.markers && INTERVAL.is_marker_at(offset) {
-                at += MARKER_LEN;
-                offset += MARKER_LEN as u64;
-                continue;
-            }
-            let run = if self.markers {
-                left.min(INTERVAL.room(offset))
-            } else {
-                left
-            };
-            at += run;
-            offset += run as u64;
-            left -= run;
-        }
-        Some(at)
+        let left = ulpdu_len + pad_len(ulpdu_len) + CRC_LEN;
+        Some(if self.markers {
+            at + INTERVAL.wire_len(offset, left)
+        } else {
+            at + left
+        })
     }
 
     /// [`Deframer::receive`] in [`Placement::Verified`] mode.
@@ -164,7 +155,95 @@ impl FpduReceiver {
 
     /// Runs one whole FPDU through the checks (markers, CRC). Returns where
     /// its ULPDU starts in `fpdu` and in the stream, and its length.
-    fn check_whole(&mut self, fpdu: &[u8]) -> Result<(usize, u64, usize), MpaError> {
+    ///
+    /// A sound FPDU takes [`FpduReceiver::check_sound`]'s direct path;
+    /// anything it does not vouch for is walked field by field, which
+    /// finds the same first error the incremental receiver would.
+    pub(crate) fn check_whole(&mut self, fpdu: &[u8]) -> Result<(usize, u64, usize), MpaError> {
+        match self.check_sound(fpdu) {
+            Some(found) => Ok(found),
+            None => self.check_walking(fpdu),
+        }
+    }
+
+    /// The checks of a whole FPDU at a 4-aligned stream offset (MPA's
+    /// always), computed from the offsets where the fields and markers
+    /// must fall, without the incremental state machine: with markers, its
+    /// walk cost a few steps per 512 octets, more than the CRC of them.
+    /// Where a marker can fall is simple there: at the FPDU's first octet
+    /// (FPDUPTR 0), or anywhere in the ULPDU and pad, or right before the
+    /// CRC field (covered by the CRC), never in the ULPDU_Length or CRC
+    /// fields.
+    ///
+    /// On success it leaves the receiver exactly as the walk would and
+    /// returns what [`FpduReceiver::check_whole`] returns. If anything
+    /// fails (a marker, the CRC, a length) it changes nothing and returns
+    /// `None`, so that the walk finds and reports the error.
+    pub(crate) fn check_sound(&mut self, fpdu: &[u8]) -> Option<(usize, u64, usize)> {
+        if self.failed.is_some() || !self.at_boundary() || self.offset % 4 != 0 {
+            return None;
+        }
+        let markers = self.markers;
+        let marker_ok = |at: usize, expected: u16| {
+            let m: [u8; MARKER_LEN] = fpdu.get(at..at + MARKER_LEN)?.try_into().ok()?;
+            marker::fpdu_ptr_matches(marker::decode(m), expected).then_some(())
+        };
+        let fpdu_offset = self.offset;
+        let mut at = 0;
+        let mut offset = fpdu_offset;
+        if markers && INTERVAL.is_marker_at(offset) {
+            // Between two FPDUs: it opens this one.
+            marker_ok(at, 0)?;
+            at += MARKER_LEN;
+            offset += MARKER_LEN as u64;
+        }
+        let header_offset = offset;
+        let header: [u8; HEADER_LEN] = fpdu.get(at..at + HEADER_LEN)?.try_into().ok()?;
+        let ulpdu_len = usize::from(u16::from_be_bytes(header));
+        at += HEADER_LEN;
+        offset += HEADER_LEN as u64;
+        let ulpdu = (at, offset, ulpdu_len);
+        // The ULPDU and pad, with the markers among them and one that may
+        // follow the pad.
+        let mut left = ulpdu_len + pad_len(ulpdu_len);
+        loop {
+            if markers && INTERVAL.is_marker_at(offset) {
+                marker_ok(at, marker::fpdu_ptr(offset, header_offset))?;
+                at += MARKER_LEN;
+                offset += MARKER_LEN as u64;
+            }
+            if left == 0 {
+                break;
+            }
+            let run = if markers {
+                left.min(INTERVAL.room(offset))
+            } else {
+                left
+            };
+            at += run;
+            offset += run as u64;
+            left -= run;
+        }
+        let crc_field: [u8; CRC_LEN] = fpdu.get(at..)?.try_into().ok()?;
+        if self.crc_enabled && crc::crc32c(&fpdu[..at]) != crc::from_wire(crc_field) {
+            return None;
+        }
+        self.offset = offset + CRC_LEN as u64;
+        self.fpdu_offset = fpdu_offset;
+        self.header_offset = header_offset;
+        self.header = header;
+        self.previous_ulpdu_len = self.ulpdu_len;
+        self.ulpdu_len = ulpdu_len;
+        self.crc_field = crc_field;
+        self.crc = Crc32c::new();
+        self.fpdus += 1;
+        self.field = Field::Header { got: 0 };
+        Some(ulpdu)
+    }
+
+    /// [`FpduReceiver::check_whole`] by the incremental walk: every case,
+    /// and the first error in stream order.
+    pub(crate) fn check_walking(&mut self, fpdu: &[u8]) -> Result<(usize, u64, usize), MpaError> {
         // At a 4-aligned offset (MPA's always; other offsets serve tests)
         // no marker can fall inside the CRC field, so the CRC covers
         // exactly the octets before the field's last four: one call.
