@@ -104,13 +104,27 @@ impl WireBatch {
 
     /// Appends framing octets, owned by the batch.
     pub(crate) fn push_control(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
         let start = self.control.len();
         self.control.extend_from_slice(bytes);
+        self.commit_control(start);
+    }
+
+    /// The batch's own octets, for a transmitter to append many small
+    /// runs to without the bookkeeping of a piece each;
+    /// [`WireBatch::commit_control`] then puts them on the wire.
+    pub(crate) fn control_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.control
+    }
+
+    /// Puts the octets appended through [`WireBatch::control_mut`] since
+    /// `start` (a former [`WireBatch::control_len`]) on the wire, after
+    /// everything pushed before.
+    pub(crate) fn commit_control(&mut self, start: usize) {
         let end = self.control.len();
-        self.wire_len += bytes.len();
+        if start >= end {
+            return;
+        }
+        self.wire_len += end - start;
         // Adjacent framing octets (pad then CRC, say) form one piece.
         if let Some(Piece::Control { end: last_end, .. }) = self.pieces.last_mut() {
             if *last_end == start {

@@ -142,6 +142,9 @@ impl Framer for FpduTransmitter {
             (true, false) => w.crc.to_wire(),
         };
         w.trailer(crc);
+        if w.copy {
+            w.batch.commit_control(w.fpdu_start);
+        }
         self.offset = w.offset;
         self.fpdus += 1;
         w.batch.finish_pdu();
@@ -223,16 +226,31 @@ impl Writer<'_> {
         if !self.copy {
             self.crc.update(bytes);
         }
-        self.batch.push_control(bytes);
+        self.own(bytes);
+    }
+
+    /// Octets the batch owns. Copying, they are appended as they come
+    /// and put on the wire once the FPDU is whole (`frame`), one piece
+    /// rather than two per 512 octets.
+    #[inline]
+    fn own(&mut self, bytes: &[u8]) {
+        if self.copy {
+            self.batch.control_mut().extend_from_slice(bytes);
+        } else {
+            self.batch.push_control(bytes);
+        }
     }
 
     fn ulpdu_slice(&mut self, index: usize, slice: &[u8]) {
+        if self.copy {
+            return self.copy_marked(slice);
+        }
         let mut start = 0;
         while start < slice.len() {
             self.marker_if_due();
             let n = (slice.len() - start).min(self.room());
             if self.copy {
-                self.batch.push_control(&slice[start..start + n]);
+                self.own(&slice[start..start + n]);
             } else {
                 self.crc.update(&slice[start..start + n]);
                 self.batch.push_slice(index, start, start + n);
@@ -240,6 +258,30 @@ impl Writer<'_> {
             self.offset += n as u64;
             start += n;
         }
+    }
+
+    /// Copies payload into the batch with its markers (copying implies
+    /// markers): the loop of `ulpdu_slice` with nothing else in it, since
+    /// it runs for every 512 octets.
+    fn copy_marked(&mut self, slice: &[u8]) {
+        let out = self.batch.control_mut();
+        out.reserve(INTERVAL.wire_len(self.offset, slice.len()));
+        let mut offset = self.offset;
+        let mut rest = slice;
+        while !rest.is_empty() {
+            if INTERVAL.is_marker_at(offset) {
+                out.extend_from_slice(&marker::encode(marker::fpdu_ptr(
+                    offset,
+                    self.header_offset,
+                )));
+                offset += MARKER_LEN as u64;
+            }
+            let n = rest.len().min(INTERVAL.room(offset));
+            out.extend_from_slice(&rest[..n]);
+            offset += n as u64;
+            rest = &rest[n..];
+        }
+        self.offset = offset;
     }
 
     /// The CRC field. A marker due inside it (only possible when the
@@ -250,11 +292,11 @@ impl Writer<'_> {
         while !bytes.is_empty() {
             if self.markers && INTERVAL.is_marker_at(self.offset) {
                 let m = marker::encode(marker::fpdu_ptr(self.offset, self.header_offset));
-                self.batch.push_control(&m);
+                self.own(&m);
                 self.offset += MARKER_LEN as u64;
             }
             let n = bytes.len().min(self.room());
-            self.batch.push_control(&bytes[..n]);
+            self.own(&bytes[..n]);
             self.offset += n as u64;
             bytes = &bytes[n..];
         }
