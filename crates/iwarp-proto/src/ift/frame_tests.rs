@@ -486,6 +486,34 @@ fn payload_is_borrowed_and_headers_form_one_piece() {
     );
 }
 
+#[test]
+fn with_markers_the_payload_is_copied_and_a_batch_is_one_piece() {
+    let params = tx_params(true, true, Some(64), 9);
+    let mut tx = IftTransmitter::new(params);
+    let (h1, p1a, p1b, h2, p2) = (
+        &[1u8; 14][..],
+        &[2u8; 700][..],
+        &[3u8; 5][..],
+        &[4u8; 18][..],
+        &[5u8; 9][..],
+    );
+    let mut batch = WireBatch::new();
+    tx.frame(h1, &[p1a, p1b], &mut batch).unwrap();
+    tx.frame(h2, &[p2], &mut batch).unwrap();
+    let slices = [p1a, p1b, p2];
+    let pieces: Vec<&[u8]> = batch.pieces(&slices).collect();
+    assert_eq!(pieces.len(), 1);
+    assert_eq!(pieces[0].len(), batch.wire_len());
+    assert_eq!(batch.wire_len() as u64, tx.offset());
+    let mut rx = IftReceiver::new(params.checked_by_peer());
+    let mut sink = CollectUlpdus::new();
+    receive_chunked(&mut rx, pieces[0], &[pieces[0].len()], &mut sink).unwrap();
+    assert_eq!(
+        sink.complete,
+        vec![[h1, p1a, p1b].concat(), [h2, p2].concat()]
+    );
+}
+
 /// Drives the step API the way a runtime placing payload directly does:
 /// the verified DDP header is read first, then payload octets go straight
 /// to a destination buffer.

@@ -1,11 +1,15 @@
 //! IFT frame transmission: a DDP header and payload in, wire octets out as
 //! a list of pieces ([`Framer`]).
 //!
-//! The payload is never copied: the caller passes it as slices (typically
-//! borrowed from registered memory) and gets back, in a [`WireBatch`], the
-//! frame as an ordered list of pieces: framing octets owned by the batch
-//! and ranges of the caller's payload slices, split wherever a marker
-//! falls. The DDP header (14 or 18 octets) is copied into the batch next to
+//! Without markers the payload is never copied: the caller passes it as
+//! slices (typically borrowed from registered memory) and gets back, in a
+//! [`WireBatch`], the frame as an ordered list of pieces: framing octets
+//! owned by the batch and ranges of the caller's payload slices. With
+//! markers the payload is copied into the batch with its markers, as MPA
+//! does (`mpa::fpdu_tx`): split wherever a marker falls, a 64 KiB frame
+//! was some 260 pieces for one vectored write, and the kernel's copy from
+//! that many (`_copy_from_iter`, `__import_iovec`) cost more than the
+//! copy. The DDP header (14 or 18 octets) is copied into the batch next to
 //! the IFT header and header CRC, so that the frame's first bytes up to the
 //! payload make a single piece. A batch keeps its capacity across uses, so
 //! steady-state transmission allocates nothing.
@@ -72,6 +76,7 @@ impl Framer for IftTransmitter {
         }
         .to_bytes();
         let mut w = Writer {
+            frame_start: batch.control_len(),
             batch,
             offset: self.offset,
             markers: self.params.markers,
@@ -100,10 +105,13 @@ impl Framer for IftTransmitter {
             if self.params.payload_crc {
                 crc.update(slice);
             }
-            w.payload_slice(first_slice + i, slice.len());
+            w.payload_slice(first_slice + i, slice);
         }
         if self.params.payload_crc {
             w.control(&crc.to_wire());
+        }
+        if w.copies() {
+            w.batch.commit_control(w.frame_start);
         }
         self.offset = w.offset;
         self.frames += 1;
@@ -150,6 +158,8 @@ struct Writer<'b> {
     markers: Option<MarkerInterval>,
     /// Stream offset of the frame's header_size field.
     frame_offset: u64,
+    /// Where this frame starts in the batch's own octets.
+    frame_start: usize,
 }
 
 impl Writer<'_> {
@@ -158,8 +168,24 @@ impl Writer<'_> {
         self.markers.map_or(usize::MAX, |i| i.room(self.offset))
     }
 
+    /// Whether the payload is copied into the batch (with markers): the
+    /// frame's octets are then appended as they come and put on the wire
+    /// once it is whole, one piece.
+    fn copies(&self) -> bool {
+        self.markers.is_some()
+    }
+
+    /// Octets the batch owns.
+    fn own(&mut self, bytes: &[u8]) {
+        if self.copies() {
+            self.batch.control_mut().extend_from_slice(bytes);
+        } else {
+            self.batch.push_control(bytes);
+        }
+    }
+
     fn marker(&mut self, ptr: u32) {
-        self.batch.push_control(&marker::encode(ptr));
+        self.own(&marker::encode(ptr));
         self.offset += MARKER_LEN as u64;
     }
 
@@ -176,22 +202,35 @@ impl Writer<'_> {
         while !bytes.is_empty() {
             self.marker_if_due();
             let n = bytes.len().min(self.room());
-            self.batch.push_control(&bytes[..n]);
+            self.own(&bytes[..n]);
             self.offset += n as u64;
             bytes = &bytes[n..];
         }
     }
 
-    /// `len` octets of caller slice `index`, split around markers.
-    fn payload_slice(&mut self, index: usize, len: usize) {
-        let mut start = 0;
-        while start < len {
-            self.marker_if_due();
-            let n = (len - start).min(self.room());
-            self.batch.push_slice(index, start, start + n);
-            self.offset += n as u64;
-            start += n;
+    /// Caller slice `index`, whole, or copied with its markers.
+    fn payload_slice(&mut self, index: usize, slice: &[u8]) {
+        let Some(interval) = self.markers else {
+            self.batch.push_slice(index, 0, slice.len());
+            self.offset += slice.len() as u64;
+            return;
+        };
+        let out = self.batch.control_mut();
+        out.reserve(interval.wire_len(self.offset, slice.len()));
+        let mut offset = self.offset;
+        let mut rest = slice;
+        while !rest.is_empty() {
+            if interval.is_marker_at(offset) {
+                let ptr = marker::frame_ptr(offset, self.frame_offset);
+                out.extend_from_slice(&marker::encode(ptr));
+                offset += MARKER_LEN as u64;
+            }
+            let n = rest.len().min(interval.room(offset));
+            out.extend_from_slice(&rest[..n]);
+            offset += n as u64;
+            rest = &rest[n..];
         }
+        self.offset = offset;
     }
 }
 
