@@ -550,6 +550,47 @@ fn a_crc_error_is_answered_with_a_terminate_then_a_close() {
     }
 }
 
+/// The same through IFT with markers: a damaged payload octet is found
+/// by the payload CRC however the payload was read (staged, or placed
+/// directly around the markers and folded into the CRC in one piece), and
+/// the Send it belongs to is never delivered.
+#[test]
+fn an_ift_payload_crc_error_is_found_whether_staged_or_placed() {
+    let mut markers = IftConfig::new(0x2222);
+    markers.send_markers = true;
+    markers.receive_markers = Some(iwarp_proto::ift::MarkerInterval::new(512).unwrap());
+    for reading in [Reading::Staged, Reading::Direct] {
+        let mut peer = markers;
+        peer.vtag ^= 0xff;
+        let mut pair = ConnPair::ift(15, markers, peer, [reading; 2]);
+        let inbox = pair.b.region(20_000, Access::LOCAL_WRITE, 0);
+        pair.b.recv(1, inbox.sge(0, 10));
+        pair.b.recv(2, inbox.sge(10, 10_000));
+        let out = pair.a.region(10_000, Access::empty(), 4);
+        pair.a.send(10, out.sge(0, 10));
+        pair.drive();
+        assert_eq!(ok(&pair.b, 1).byte_len, 10);
+        pair.a.send(11, out.sge(0, 9000));
+        pair.transmit(Side::A);
+        let n = pair.ab.bytes.len();
+        pair.ab.bytes[n - 3000] ^= 0x40;
+        pair.drive();
+        assert!(
+            matches!(
+                pair.b.conn.error(),
+                Some(ConnectionError::Framing(FramingError::Ift(_)))
+            ),
+            "{reading:?}: {:?}",
+            pair.b.conn.error()
+        );
+        assert_eq!(status(&pair.b, 2), [CompletionStatus::FlushError]);
+        if reading == Reading::Direct {
+            assert!(pair.b.seen.placed_directly > 0);
+        }
+        assert_finished(&pair);
+    }
+}
+
 /// A Terminate received stops the stream at once: it is not answered
 /// (RFC 5040 §6), the receiver closes, and its outstanding work is
 /// flushed.

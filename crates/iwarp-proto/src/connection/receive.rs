@@ -226,7 +226,7 @@ impl Connection {
                 let r = match span {
                     Span::Payload(len) => {
                         let k = len.min(left);
-                        let r = deframer.push_payload(&dst[at..at + k]);
+                        let r = deframer.push_placed(&dst[at..at + k]);
                         at += k;
                         left -= k;
                         r
@@ -246,6 +246,9 @@ impl Connection {
                     break;
                 }
             }
+            // The payload runs lie end to end in `dst`: a deframer whose
+            // CRC skips its markers folds them in one call.
+            deframer.fold_placed(&dst[..at]);
             tail_len = left;
             at
         });

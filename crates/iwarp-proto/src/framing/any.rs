@@ -114,6 +114,16 @@ impl Deframer for AnyDeframer {
         forward!(self, r => r.push_payload(bytes).map_err(FramingError::from))
     }
 
+    #[inline]
+    fn push_placed(&mut self, bytes: &[u8]) -> Result<(), FramingError> {
+        forward!(self, r => r.push_placed(bytes).map_err(FramingError::from))
+    }
+
+    #[inline]
+    fn fold_placed(&mut self, placed: &[u8]) {
+        forward!(self, r => r.fold_placed(placed))
+    }
+
     fn header(&self) -> &[u8] {
         forward!(self, r => r.header())
     }

@@ -93,6 +93,28 @@ pub trait Deframer {
     /// bug, not a peer's doing.
     fn push_payload(&mut self, bytes: &[u8]) -> Result<(), Self::Error>;
 
+    /// [`Deframer::push_payload`] for payload the caller has placed right
+    /// after the payload it gave here before, since the last
+    /// [`Deframer::fold_placed`]: a deframer whose CRC does not cover its
+    /// markers (IFT) leaves these octets out of its CRC until
+    /// `fold_placed` gives them all at once, one CRC call instead of one
+    /// per run between markers. By default it is `push_payload`.
+    ///
+    /// # Panics
+    ///
+    /// As `push_payload`.
+    fn push_placed(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
+        self.push_payload(bytes)
+    }
+
+    /// Folds into the CRC the payload given to [`Deframer::push_placed`]
+    /// since the last call: `placed` must be exactly those octets, in
+    /// order, in one piece. Call it before any framing octet that ends
+    /// the PDU. By default it does nothing (`push_placed` folded them).
+    fn fold_placed(&mut self, placed: &[u8]) {
+        let _ = placed;
+    }
+
     /// The ULPDU octets that came with [`FramingEvent::Begin`], from then
     /// until [`FramingEvent::End`]; empty otherwise (and always for MPA).
     fn header(&self) -> &[u8];

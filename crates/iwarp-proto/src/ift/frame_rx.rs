@@ -288,6 +288,32 @@ impl IftReceiver {
         })
     }
 
+    /// Records payload octets received: the checks and the position, not
+    /// the CRC (`push_payload` and `fold_placed` fold).
+    fn advance_payload(&mut self, bytes: &[u8]) -> Result<(), IftRxError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let Next::Payload { run, remaining } = self.next() else {
+            assert!(
+                bytes.is_empty(),
+                "payload octets pushed where framing octets are due"
+            );
+            return Ok(());
+        };
+        assert!(
+            bytes.len() <= run,
+            "more payload octets pushed than the run allows"
+        );
+        self.offset += bytes.len() as u64;
+        let remaining = remaining - bytes.len();
+        self.field = Field::Payload { remaining };
+        if remaining == 0 {
+            self.after_payload();
+        }
+        Ok(())
+    }
+
     fn after_payload(&mut self) {
         self.field = if self.params.payload_crc.present() {
             Field::PayloadCrc { got: 0 }
@@ -423,30 +449,21 @@ impl Deframer for IftReceiver {
     }
 
     fn push_payload(&mut self, bytes: &[u8]) -> Result<(), IftRxError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        let Next::Payload { run, remaining } = self.next() else {
-            assert!(
-                bytes.is_empty(),
-                "payload octets pushed where framing octets are due"
-            );
-            return Ok(());
-        };
-        assert!(
-            bytes.len() <= run,
-            "more payload octets pushed than the run allows"
-        );
-        if self.params.payload_crc == RxCrc::Checked {
-            self.crc.update(bytes);
-        }
-        self.offset += bytes.len() as u64;
-        let remaining = remaining - bytes.len();
-        self.field = Field::Payload { remaining };
-        if remaining == 0 {
-            self.after_payload();
-        }
+        self.advance_payload(bytes)?;
+        self.fold_placed(bytes);
         Ok(())
+    }
+
+    /// IFT's markers are outside its payload CRC (`ift::marker`), so the
+    /// payload placed around them can be folded in one piece.
+    fn push_placed(&mut self, bytes: &[u8]) -> Result<(), IftRxError> {
+        self.advance_payload(bytes)
+    }
+
+    fn fold_placed(&mut self, placed: &[u8]) {
+        if self.params.payload_crc == RxCrc::Checked {
+            self.crc.update(placed);
+        }
     }
 
     fn header(&self) -> &[u8] {
