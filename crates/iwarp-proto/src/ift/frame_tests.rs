@@ -451,16 +451,16 @@ fn sizes_are_checked_against_the_16_bit_fields() {
     assert_eq!(batch.wire_len(), 6 + 14 + 4 + 65535 + 4);
 }
 
+/// Two frames' DDP headers and payloads, the first payload in two
+/// slices: header 1, payload 1a and 1b, header 2, payload 2.
+fn two_frames() -> [&'static [u8]; 5] {
+    [&[1; 14], &[2; 700], &[3; 5], &[4; 18], &[5; 9]]
+}
+
 #[test]
 fn payload_is_borrowed_and_headers_form_one_piece() {
     let mut tx = IftTransmitter::new(BOTH);
-    let (h1, p1a, p1b, h2, p2) = (
-        &[1u8; 14][..],
-        &[2u8; 700][..],
-        &[3u8; 5][..],
-        &[4u8; 18][..],
-        &[5u8; 9][..],
-    );
+    let [h1, p1a, p1b, h2, p2] = two_frames();
     let mut batch = WireBatch::new();
     tx.frame(h1, &[p1a, p1b], &mut batch).unwrap();
     tx.frame(h2, &[p2], &mut batch).unwrap();
@@ -490,13 +490,7 @@ fn payload_is_borrowed_and_headers_form_one_piece() {
 fn with_markers_the_payload_is_copied_and_a_batch_is_one_piece() {
     let params = tx_params(true, true, Some(64), 9);
     let mut tx = IftTransmitter::new(params);
-    let (h1, p1a, p1b, h2, p2) = (
-        &[1u8; 14][..],
-        &[2u8; 700][..],
-        &[3u8; 5][..],
-        &[4u8; 18][..],
-        &[5u8; 9][..],
-    );
+    let [h1, p1a, p1b, h2, p2] = two_frames();
     let mut batch = WireBatch::new();
     tx.frame(h1, &[p1a, p1b], &mut batch).unwrap();
     tx.frame(h2, &[p2], &mut batch).unwrap();

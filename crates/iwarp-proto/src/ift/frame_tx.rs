@@ -215,22 +215,10 @@ impl Writer<'_> {
             self.offset += slice.len() as u64;
             return;
         };
-        let out = self.batch.control_mut();
-        out.reserve(interval.wire_len(self.offset, slice.len()));
-        let mut offset = self.offset;
-        let mut rest = slice;
-        while !rest.is_empty() {
-            if interval.is_marker_at(offset) {
-                let ptr = marker::frame_ptr(offset, self.frame_offset);
-                out.extend_from_slice(&marker::encode(ptr));
-                offset += MARKER_LEN as u64;
-            }
-            let n = rest.len().min(interval.room(offset));
-            out.extend_from_slice(&rest[..n]);
-            offset += n as u64;
-            rest = &rest[n..];
-        }
-        self.offset = offset;
+        let frame_offset = self.frame_offset;
+        self.offset = interval.append_marked(self.batch.control_mut(), self.offset, slice, |at| {
+            marker::encode(marker::frame_ptr(at, frame_offset))
+        });
     }
 }
 

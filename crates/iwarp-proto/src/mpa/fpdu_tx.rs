@@ -261,27 +261,12 @@ impl Writer<'_> {
     }
 
     /// Copies payload into the batch with its markers (copying implies
-    /// markers): the loop of `ulpdu_slice` with nothing else in it, since
-    /// it runs for every 512 octets.
+    /// markers).
     fn copy_marked(&mut self, slice: &[u8]) {
-        let out = self.batch.control_mut();
-        out.reserve(INTERVAL.wire_len(self.offset, slice.len()));
-        let mut offset = self.offset;
-        let mut rest = slice;
-        while !rest.is_empty() {
-            if INTERVAL.is_marker_at(offset) {
-                out.extend_from_slice(&marker::encode(marker::fpdu_ptr(
-                    offset,
-                    self.header_offset,
-                )));
-                offset += MARKER_LEN as u64;
-            }
-            let n = rest.len().min(INTERVAL.room(offset));
-            out.extend_from_slice(&rest[..n]);
-            offset += n as u64;
-            rest = &rest[n..];
-        }
-        self.offset = offset;
+        let header_offset = self.header_offset;
+        self.offset = INTERVAL.append_marked(self.batch.control_mut(), self.offset, slice, |at| {
+            marker::encode(marker::fpdu_ptr(at, header_offset))
+        });
     }
 
     /// The CRC field. A marker due inside it (only possible when the
