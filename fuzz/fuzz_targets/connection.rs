@@ -1,6 +1,6 @@
-//! Arbitrary calls into one `Connection`: received octets in arbitrary
-//! chunks (staged, or read straight into a region), the end of the
-//! stream, read and write errors, writes taken in part, posts, graceful
+//! Arbitrary calls into one `Connection`, framed by MPA or by IFT:
+//! received octets in arbitrary chunks (staged, or read straight into a
+//! region), the end of the stream, read and write errors, writes taken in part, posts, graceful
 //! and abortive closes, time passing. It must never panic, report nothing
 //! but completions after `Finished`, complete no work request twice, and
 //! once finished neither read nor write.
@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iwarp_proto::connection::{Connection, ConnectionConfig, Event, LossReason};
+use iwarp_proto::ift::{IftParams, MarkerInterval, Mode, RxCrc, RxParams, TxParams};
 use iwarp_proto::memory::{Access, MemoryBuffer, MemoryTable, RegionSpec, StreamId};
 use iwarp_proto::mpa::startup::{Established, Revision, Role, RtrType};
 use iwarp_proto::mpa::{FramingParams, Placement};
@@ -70,11 +71,33 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Placement::Verified
     };
-    let mut config = ConnectionConfig::mpa(
-        &established,
-        placement,
-        QueuePairConfig::new(pd, StreamId(1)),
-    );
+    let queue_pair = QueuePairConfig::new(pd, StreamId(1));
+    let mut config = if setup & 128 != 0 {
+        // IFT instead, its CRCs and markers as the same bits say.
+        let crc = setup & 1 != 0;
+        let interval = MarkerInterval::new(512);
+        let rx_crc = if crc { RxCrc::Checked } else { RxCrc::Absent };
+        let params = IftParams {
+            mode: Mode::Rdma,
+            tx: TxParams {
+                header_crc: crc,
+                payload_crc: crc,
+                markers: interval.filter(|_| setup & 2 != 0),
+                vtag: 7,
+            },
+            rx: RxParams {
+                header_crc: rx_crc,
+                payload_crc: rx_crc,
+                markers: interval.filter(|_| setup & 4 != 0),
+                vtag: 7,
+            },
+            may_speculate: false,
+            peer_may_speculate: false,
+        };
+        ConnectionConfig::ift(params, queue_pair)
+    } else {
+        ConnectionConfig::mpa(&established, placement, queue_pair)
+    };
     config.idle_timeout = (setup & 64 != 0).then_some(Duration::from_secs(1));
     let mut now = Instant::now();
     let Ok(mut conn) = Connection::new(config, table, now) else {
