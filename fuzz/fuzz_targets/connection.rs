@@ -1,9 +1,9 @@
 //! Arbitrary calls into one `Connection`, framed by MPA or by IFT:
 //! received octets in arbitrary chunks (staged, or read straight into a
-//! region), the end of the stream, read and write errors, writes taken in part, posts, graceful
-//! and abortive closes, time passing. It must never panic, report nothing
-//! but completions after `Finished`, complete no work request twice, and
-//! once finished neither read nor write.
+//! region), the end of the stream, read and write errors, writes taken
+//! in part, posts, graceful and abortive closes, time passing. It must
+//! never panic, report nothing but completions after `Finished`, complete
+//! no work request twice, and once finished neither read nor write.
 #![no_main]
 
 use std::collections::HashSet;
