@@ -1,6 +1,8 @@
 //! The transmit output: the wire octets of a batch of PDUs, as pieces for
 //! one vectored write, payload borrowed rather than copied.
 
+use super::{MarkerInterval, MARKER_LEN};
+
 /// One piece of the wire octets of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Piece {
@@ -109,17 +111,27 @@ impl WireBatch {
         self.commit_control(start);
     }
 
-    /// The batch's own octets, for a transmitter to append many small
-    /// runs to without the bookkeeping of a piece each;
-    /// [`WireBatch::commit_control`] then puts them on the wire.
-    pub(crate) fn control_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.control
+    /// Appends `payload` as framing octets owned by the batch, with a
+    /// marker wherever `interval` puts one, from stream offset `offset`
+    /// (`marker` gives a marker's octets from its offset); returns the
+    /// offset after it. The transmitters' copy with markers: one piece,
+    /// with no bookkeeping per 512-octet run.
+    pub(crate) fn push_marked(
+        &mut self,
+        interval: MarkerInterval,
+        offset: u64,
+        payload: &[u8],
+        marker: impl Fn(u64) -> [u8; MARKER_LEN],
+    ) -> u64 {
+        let start = self.control.len();
+        let offset = interval.append_marked(&mut self.control, offset, payload, marker);
+        self.commit_control(start);
+        offset
     }
 
-    /// Puts the octets appended through [`WireBatch::control_mut`] since
-    /// `start` (a former [`WireBatch::control_len`]) on the wire, after
-    /// everything pushed before.
-    pub(crate) fn commit_control(&mut self, start: usize) {
+    /// Puts the batch's octets from `start` (a former
+    /// [`WireBatch::control_len`]) on the wire, after everything before.
+    fn commit_control(&mut self, start: usize) {
         let end = self.control.len();
         if start >= end {
             return;

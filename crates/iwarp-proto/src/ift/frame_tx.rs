@@ -76,7 +76,6 @@ impl Framer for IftTransmitter {
         }
         .to_bytes();
         let mut w = Writer {
-            frame_start: batch.control_len(),
             batch,
             offset: self.offset,
             markers: self.params.markers,
@@ -109,9 +108,6 @@ impl Framer for IftTransmitter {
         }
         if self.params.payload_crc {
             w.control(&crc.to_wire());
-        }
-        if w.copies() {
-            w.batch.commit_control(w.frame_start);
         }
         self.offset = w.offset;
         self.frames += 1;
@@ -158,8 +154,6 @@ struct Writer<'b> {
     markers: Option<MarkerInterval>,
     /// Stream offset of the frame's header_size field.
     frame_offset: u64,
-    /// Where this frame starts in the batch's own octets.
-    frame_start: usize,
 }
 
 impl Writer<'_> {
@@ -168,24 +162,8 @@ impl Writer<'_> {
         self.markers.map_or(usize::MAX, |i| i.room(self.offset))
     }
 
-    /// Whether the payload is copied into the batch (with markers): the
-    /// frame's octets are then appended as they come and put on the wire
-    /// once it is whole, one piece.
-    fn copies(&self) -> bool {
-        self.markers.is_some()
-    }
-
-    /// Octets the batch owns.
-    fn own(&mut self, bytes: &[u8]) {
-        if self.copies() {
-            self.batch.control_mut().extend_from_slice(bytes);
-        } else {
-            self.batch.push_control(bytes);
-        }
-    }
-
     fn marker(&mut self, ptr: u32) {
-        self.own(&marker::encode(ptr));
+        self.batch.push_control(&marker::encode(ptr));
         self.offset += MARKER_LEN as u64;
     }
 
@@ -202,7 +180,7 @@ impl Writer<'_> {
         while !bytes.is_empty() {
             self.marker_if_due();
             let n = bytes.len().min(self.room());
-            self.own(&bytes[..n]);
+            self.batch.push_control(&bytes[..n]);
             self.offset += n as u64;
             bytes = &bytes[n..];
         }
@@ -216,7 +194,7 @@ impl Writer<'_> {
             return;
         };
         let frame_offset = self.frame_offset;
-        self.offset = interval.append_marked(self.batch.control_mut(), self.offset, slice, |at| {
+        self.offset = self.batch.push_marked(interval, self.offset, slice, |at| {
             marker::encode(marker::frame_ptr(at, frame_offset))
         });
     }

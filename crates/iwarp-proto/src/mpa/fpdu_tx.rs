@@ -112,7 +112,6 @@ impl Framer for FpduTransmitter {
             batch,
             offset: self.offset,
             markers: self.markers,
-            copy: self.markers,
             crc: Crc32c::new(),
             header_offset: 0,
         };
@@ -135,16 +134,13 @@ impl Framer for FpduTransmitter {
         // A marker right after the pad precedes the CRC field and is
         // covered by it (draft-ietf-rddp-mpa-01 §5.2).
         w.marker_if_due();
-        let crc = match (self.crc, w.copy) {
+        let crc = match (self.crc, w.markers) {
             (false, _) => [0; 4],
             // Copied: everything the CRC covers is one run of the batch.
             (true, true) => crc::crc32c(w.batch.control_from(w.fpdu_start)).to_le_bytes(),
             (true, false) => w.crc.to_wire(),
         };
         w.trailer(crc);
-        if w.copy {
-            w.batch.commit_control(w.fpdu_start);
-        }
         self.offset = w.offset;
         self.fpdus += 1;
         w.batch.finish_pdu();
@@ -179,9 +175,6 @@ struct Writer<'b> {
     batch: &'b mut WireBatch,
     offset: u64,
     markers: bool,
-    /// Payload is copied into the batch (with markers): the CRC is then
-    /// computed at the end, over the batch from `fpdu_start`, not run by run.
-    copy: bool,
     /// Where this FPDU starts in the batch's own octets.
     fpdu_start: usize,
     crc: Crc32c,
@@ -223,50 +216,27 @@ impl Writer<'_> {
 
     /// Octets the batch owns and the CRC covers.
     fn covered(&mut self, bytes: &[u8]) {
-        if !self.copy {
+        // Copying (with markers), the CRC is computed at the end, over
+        // the batch from `fpdu_start`, not run by run.
+        if !self.markers {
             self.crc.update(bytes);
         }
-        self.own(bytes);
+        self.batch.push_control(bytes);
     }
 
-    /// Octets the batch owns. Copying, they are appended as they come
-    /// and put on the wire once the FPDU is whole (`frame`), one piece
-    /// rather than two per 512 octets.
-    #[inline]
-    fn own(&mut self, bytes: &[u8]) {
-        if self.copy {
-            self.batch.control_mut().extend_from_slice(bytes);
-        } else {
-            self.batch.push_control(bytes);
-        }
-    }
-
+    /// Caller slice `index`: borrowed whole, or with markers copied into
+    /// the batch with them.
     fn ulpdu_slice(&mut self, index: usize, slice: &[u8]) {
-        if self.copy {
-            return self.copy_marked(slice);
+        if self.markers {
+            let header_offset = self.header_offset;
+            self.offset = self.batch.push_marked(INTERVAL, self.offset, slice, |at| {
+                marker::encode(marker::fpdu_ptr(at, header_offset))
+            });
+        } else {
+            self.crc.update(slice);
+            self.batch.push_slice(index, 0, slice.len());
+            self.offset += slice.len() as u64;
         }
-        let mut start = 0;
-        while start < slice.len() {
-            self.marker_if_due();
-            let n = (slice.len() - start).min(self.room());
-            if self.copy {
-                self.own(&slice[start..start + n]);
-            } else {
-                self.crc.update(&slice[start..start + n]);
-                self.batch.push_slice(index, start, start + n);
-            }
-            self.offset += n as u64;
-            start += n;
-        }
-    }
-
-    /// Copies payload into the batch with its markers (copying implies
-    /// markers).
-    fn copy_marked(&mut self, slice: &[u8]) {
-        let header_offset = self.header_offset;
-        self.offset = INTERVAL.append_marked(self.batch.control_mut(), self.offset, slice, |at| {
-            marker::encode(marker::fpdu_ptr(at, header_offset))
-        });
     }
 
     /// The CRC field. A marker due inside it (only possible when the
@@ -277,11 +247,11 @@ impl Writer<'_> {
         while !bytes.is_empty() {
             if self.markers && INTERVAL.is_marker_at(self.offset) {
                 let m = marker::encode(marker::fpdu_ptr(self.offset, self.header_offset));
-                self.own(&m);
+                self.batch.push_control(&m);
                 self.offset += MARKER_LEN as u64;
             }
             let n = bytes.len().min(self.room());
-            self.own(&bytes[..n]);
+            self.batch.push_control(&bytes[..n]);
             self.offset += n as u64;
             bytes = &bytes[n..];
         }
