@@ -163,6 +163,32 @@ pub trait Deframer {
     }
 }
 
+/// The checks every [`Deframer::push_payload`] starts with: the error
+/// that stopped the deframer, or the payload octets still to come in the
+/// PDU before `len` more are recorded (`None` when no payload is due, and
+/// `len` is then 0).
+///
+/// # Panics
+///
+/// If `len` octets are more than [`Deframer::next`] allows: a caller bug.
+pub(crate) fn payload_due<D: Deframer + ?Sized>(
+    deframer: &D,
+    len: usize,
+) -> Result<Option<usize>, D::Error> {
+    if let Some(e) = deframer.error() {
+        return Err(e);
+    }
+    let Next::Payload { run, remaining } = deframer.next() else {
+        assert!(
+            len == 0,
+            "payload octets pushed where framing octets are due"
+        );
+        return Ok(None);
+    };
+    assert!(len <= run, "more payload octets pushed than the run allows");
+    Ok(Some(remaining))
+}
+
 /// Feeds received octets through `deframer`, calling `sink` for each ULPDU
 /// (its length, its octets, its end). Consumes all of `input` unless an
 /// error stops it; returns the octets consumed. Copies nothing: the sink

@@ -46,6 +46,7 @@ mod startup;
 
 pub use any::{AnyDeframer, AnyFramer, FramingError};
 pub use batch::WireBatch;
+pub(crate) use deframer::payload_due;
 pub use deframer::{receive, Deframer, FramingEvent, Next};
 pub use framer::{Framer, TxError};
 pub use layout::{Layout, Span};

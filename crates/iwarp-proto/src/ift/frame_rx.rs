@@ -36,7 +36,7 @@ use super::marker;
 use super::params::{RxCrc, RxParams};
 use super::IftRxError;
 use crate::framing::crc::{self, Crc32c};
-use crate::framing::{Deframer, FramingEvent, Layout, Next, MARKER_LEN};
+use crate::framing::{payload_due, Deframer, FramingEvent, Layout, Next, MARKER_LEN};
 
 /// Where the receiver is inside the current frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,20 +291,9 @@ impl IftReceiver {
     /// Records payload octets received: the checks and the position, not
     /// the CRC (`push_payload` and `fold_placed` fold).
     fn advance_payload(&mut self, bytes: &[u8]) -> Result<(), IftRxError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        let Next::Payload { run, remaining } = self.next() else {
-            assert!(
-                bytes.is_empty(),
-                "payload octets pushed where framing octets are due"
-            );
+        let Some(remaining) = payload_due(self, bytes.len())? else {
             return Ok(());
         };
-        assert!(
-            bytes.len() <= run,
-            "more payload octets pushed than the run allows"
-        );
         self.offset += bytes.len() as u64;
         let remaining = remaining - bytes.len();
         self.field = Field::Payload { remaining };

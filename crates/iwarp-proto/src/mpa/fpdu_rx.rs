@@ -29,7 +29,9 @@ use super::fpdu::{pad_len, CRC_LEN, HEADER_LEN};
 use super::marker::{self, INTERVAL};
 use super::FramingParams;
 use crate::framing::crc::{self, Crc32c};
-use crate::framing::{Deframer, FeedError, FramingEvent, Layout, Next, UlpduSink, MARKER_LEN};
+use crate::framing::{
+    payload_due, Deframer, FeedError, FramingEvent, Layout, Next, UlpduSink, MARKER_LEN,
+};
 
 /// Where the receiver is inside the current FPDU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -367,20 +369,9 @@ impl Deframer for FpduReceiver {
     }
 
     fn push_payload(&mut self, bytes: &[u8]) -> Result<(), MpaError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        let Next::Payload { run, remaining } = self.next() else {
-            assert!(
-                bytes.is_empty(),
-                "payload octets pushed where framing octets are due"
-            );
+        let Some(remaining) = payload_due(self, bytes.len())? else {
             return Ok(());
         };
-        assert!(
-            bytes.len() <= run,
-            "more ULPDU octets pushed than the run allows"
-        );
         self.fold(bytes);
         self.offset += bytes.len() as u64;
         let remaining = remaining - bytes.len();
