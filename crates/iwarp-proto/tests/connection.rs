@@ -516,15 +516,9 @@ fn a_crc_error_is_answered_with_a_terminate_then_a_close() {
         let out = pair.a.region(10_000, Access::empty(), 4);
         let a_inbox = pair.a.region(10, Access::LOCAL_WRITE, 0);
         pair.a.recv(9, a_inbox.sge(0, 10));
-        pair.a.send(10, out.sge(0, 10));
-        pair.drive();
+        // An octet of the second Send's payload damaged.
+        pair.send_good_then_damaged(&out, 3000, 100);
         assert_eq!(ok(&pair.b, 1).byte_len, 10);
-        pair.a.send(11, out.sge(0, 3000));
-        pair.transmit(Side::A);
-        // Damage an octet of the payload.
-        let n = pair.ab.bytes.len();
-        pair.ab.bytes[n - 100] ^= 0x40;
-        pair.drive();
         let Some(ConnectionError::TerminateReceived(t)) = pair.a.conn.error() else {
             panic!("{:?}", pair.a.conn.error());
         };
@@ -567,14 +561,8 @@ fn an_ift_payload_crc_error_is_found_whether_staged_or_placed() {
         pair.b.recv(1, inbox.sge(0, 10));
         pair.b.recv(2, inbox.sge(10, 10_000));
         let out = pair.a.region(10_000, Access::empty(), 4);
-        pair.a.send(10, out.sge(0, 10));
-        pair.drive();
+        pair.send_good_then_damaged(&out, 9000, 3000);
         assert_eq!(ok(&pair.b, 1).byte_len, 10);
-        pair.a.send(11, out.sge(0, 9000));
-        pair.transmit(Side::A);
-        let n = pair.ab.bytes.len();
-        pair.ab.bytes[n - 3000] ^= 0x40;
-        pair.drive();
         assert!(
             matches!(
                 pair.b.conn.error(),

@@ -225,13 +225,7 @@ fn a_crc_error_and_its_terminate_are_counted_once() {
     pair.b.recv(1, inbox.sge(0, 10));
     pair.b.recv(2, inbox.sge(10, 3_000));
     let out = pair.a.region(3_000, Access::empty(), 4);
-    pair.a.send(10, out.sge(0, 10));
-    pair.drive();
-    pair.a.send(11, out.sge(0, 3_000));
-    pair.transmit(Side::A);
-    let n = pair.ab.bytes.len();
-    pair.ab.bytes[n - 100] ^= 0x40;
-    pair.drive();
+    pair.send_good_then_damaged(&out, 3_000, 100);
     let (a, b) = (stats(&pair.a), stats(&pair.b));
     assert_eq!(
         (b.crc_errors, b.marker_errors, b.other_framing_errors),

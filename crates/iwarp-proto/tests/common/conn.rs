@@ -429,6 +429,20 @@ impl ConnPair {
         any
     }
 
+    /// `a` sends the first 10 octets of `out` (work request 10, taken
+    /// whole by `b`), then its first `len` (work request 11); that second
+    /// Send's wire octet `back` from its end is damaged before `b` reads
+    /// it, so that `b` finds a CRC error there.
+    pub fn send_good_then_damaged(&mut self, out: &Region, len: usize, back: usize) {
+        self.a.send(10, out.sge(0, 10));
+        self.drive();
+        self.a.send(11, out.sge(0, len));
+        self.transmit(Side::A);
+        let n = self.ab.bytes.len();
+        self.ab.bytes[n - back] ^= 0x40;
+        self.drive();
+    }
+
     /// Steps until nothing happens any more.
     pub fn drive(&mut self) {
         for _ in 0..1_000_000 {
