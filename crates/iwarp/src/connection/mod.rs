@@ -194,7 +194,8 @@ impl Shared {
             if conn.wants_emss() {
                 conn.handle_emss(crate::socket::emss(&self.stream));
             }
-            let Some(written) = conn.poll_transmit(|iov| self.stream.try_write_vectored(iov))
+            let Some(written) =
+                conn.poll_transmit(|iov| crate::socket::try_send(&self.stream, iov))
             else {
                 break;
             };
