@@ -3,6 +3,13 @@
 
 use super::{MarkerInterval, MARKER_LEN};
 
+/// Payloads up to this many octets are copied into the batch instead of
+/// borrowed. A small PDU then goes out as one piece (framing, payload, CRC):
+/// the runtime writes one piece with `send`, several with `sendmsg`, whose
+/// iovec import and per-iovec copy cost more in the kernel than copying a
+/// few hundred octets costs here.
+pub(crate) const COPY_PAYLOAD_UP_TO: usize = 512;
+
 /// One piece of the wire octets of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Piece {
@@ -18,7 +25,8 @@ enum Piece {
 
 /// The wire octets of one or more PDUs of a framing layer (MPA FPDUs or
 /// IFT frames), as pieces to write in order: framing octets the batch owns
-/// and ranges of the caller's ULPDU slices, which are never copied.
+/// and ranges of the caller's ULPDU slices, which are not copied unless
+/// they are short ([`COPY_PAYLOAD_UP_TO`]) or carry markers.
 ///
 /// Reuse a batch: [`WireBatch::clear`] keeps its capacity.
 #[derive(Debug, Clone, Default)]
@@ -84,6 +92,17 @@ impl WireBatch {
         if start < end {
             self.pieces.push(Piece::Ulpdu { slice, start, end });
             self.wire_len += end - start;
+        }
+    }
+
+    /// Appends caller slice `slice`, whose octets are `bytes`, whole:
+    /// copied into the batch when it is at most [`COPY_PAYLOAD_UP_TO`]
+    /// octets long, else borrowed.
+    pub(crate) fn push_payload(&mut self, slice: usize, bytes: &[u8]) {
+        if bytes.len() <= COPY_PAYLOAD_UP_TO {
+            self.push_control(bytes);
+        } else {
+            self.push_slice(slice, 0, bytes.len());
         }
     }
 

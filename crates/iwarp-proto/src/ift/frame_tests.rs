@@ -13,6 +13,7 @@ use crate::framing::{
 };
 use proptest::prelude::*;
 
+use crate::framing::COPY_PAYLOAD_UP_TO;
 use crate::test_util::hex;
 
 fn tx_params(header_crc: bool, payload_crc: bool, markers: Option<u16>, vtag: u16) -> TxParams {
@@ -458,9 +459,10 @@ fn two_frames() -> [&'static [u8]; 5] {
 }
 
 #[test]
-fn payload_is_borrowed_and_headers_form_one_piece() {
+fn long_payload_is_borrowed_and_short_payload_joins_the_framing() {
     let mut tx = IftTransmitter::new(BOTH);
     let [h1, p1a, p1b, h2, p2] = two_frames();
+    assert!(p1a.len() > COPY_PAYLOAD_UP_TO && p1b.len() <= COPY_PAYLOAD_UP_TO);
     let mut batch = WireBatch::new();
     tx.frame(h1, &[p1a, p1b], &mut batch).unwrap();
     tx.frame(h2, &[p2], &mut batch).unwrap();
@@ -468,13 +470,16 @@ fn payload_is_borrowed_and_headers_form_one_piece() {
     assert_eq!(batch.slice_count(), 3);
     let slices = [p1a, p1b, p2];
     let pieces: Vec<&[u8]> = batch.pieces(&slices).collect();
-    // IFT header + DDP header + header CRC, payload, payload, payload CRC
-    // and the next frame's headers, payload, payload CRC.
-    assert_eq!(pieces.len(), 6);
+    // IFT header + DDP header + header CRC; the long payload, borrowed;
+    // then the short payload copied, the payload CRC, the next frame's
+    // headers, its short payload and its CRC, all one piece.
+    assert_eq!(pieces.len(), 3);
     assert_eq!(pieces[0].len(), 6 + 14 + 4);
     assert!(std::ptr::eq(pieces[1].as_ptr(), p1a.as_ptr()));
-    assert!(std::ptr::eq(pieces[2].as_ptr(), p1b.as_ptr()));
-    assert_eq!(pieces[3].len(), 4 + 6 + 18 + 4);
+    assert_eq!(pieces[2].len(), 5 + 4 + 6 + 18 + 4 + 9 + 4);
+    assert!(!pieces[2..]
+        .iter()
+        .any(|piece| std::ptr::eq(piece.as_ptr(), p1b.as_ptr())));
     let mut wire = Vec::new();
     batch.write_to(&slices, &mut wire);
     let mut rx = IftReceiver::new(BOTH.checked_by_peer());

@@ -186,10 +186,11 @@ impl Writer<'_> {
         }
     }
 
-    /// Caller slice `index`, whole, or copied with its markers.
+    /// Caller slice `index`, whole (copied if short), or copied with its
+    /// markers.
     fn payload_slice(&mut self, index: usize, slice: &[u8]) {
         let Some(interval) = self.markers else {
-            self.batch.push_slice(index, 0, slice.len());
+            self.batch.push_payload(index, slice);
             self.offset += slice.len() as u64;
             return;
         };

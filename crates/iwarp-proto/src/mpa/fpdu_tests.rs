@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::framing::crc;
+use crate::framing::COPY_PAYLOAD_UP_TO;
 use crate::framing::{
     CollectUlpdus, Deframer, FeedError, Framer, FramingEvent, LlpError, LlpErrorCode, Next, Span,
     TxError, WireBatch,
@@ -440,10 +441,13 @@ fn batch_of_several_fpdus_uses_slice_indices_across_calls() {
             assert!(!referenced);
             assert_eq!(batch.piece_count(), 1);
         } else {
-            // Without, the headers are copied into the batch and the
-            // payloads referenced: the caller's memory, not copies.
+            // Without, the headers are copied into the batch and the long
+            // payload referenced: the caller's memory, not a copy. The
+            // short one is copied, joining the framing around it: header,
+            // payload, then pad, CRC, header, payload, pad and CRC.
             assert!(referenced);
-            assert_eq!(batch.piece_count(), 5);
+            assert!(p1.len() > COPY_PAYLOAD_UP_TO && p2.len() <= COPY_PAYLOAD_UP_TO);
+            assert_eq!(batch.piece_count(), 3);
         }
     }
 }
@@ -910,5 +914,29 @@ proptest! {
             probe.offset() <= at as u64 && n > 0
         }).count();
         prop_assert_eq!(sink.complete.len(), ended_before);
+    }
+}
+
+/// A small ULPDU goes out as one piece, so that the runtime writes it with
+/// one `send`: the payload is copied between its header and its CRC, at
+/// every length up to the bound; one octet more and it is borrowed.
+#[test]
+fn a_small_fpdu_is_one_piece() {
+    let header = [7u8; 18];
+    for len in [0, 1, 63, 64, COPY_PAYLOAD_UP_TO, COPY_PAYLOAD_UP_TO + 1] {
+        let payload = vec![0x5au8; len];
+        let mut tx = FpduTransmitter::new(CRC_ONLY);
+        let mut batch = WireBatch::new();
+        tx.frame(&header, &[&payload], &mut batch).unwrap();
+        let slices = [&payload[..]];
+        let pieces = batch.pieces(&slices).count();
+        let expected = if len <= COPY_PAYLOAD_UP_TO { 1 } else { 3 };
+        assert_eq!(pieces, expected, "payload of {len} octets");
+        let mut wire = Vec::new();
+        batch.write_to(&slices, &mut wire);
+        let mut rx = FpduReceiver::new(CRC_ONLY);
+        let mut sink = CollectUlpdus::new();
+        receive_chunked(&mut rx, &wire, &[wire.len()], &mut sink).unwrap();
+        assert_eq!(sink.complete, vec![[&header[..], &payload].concat()]);
     }
 }

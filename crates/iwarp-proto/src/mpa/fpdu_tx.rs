@@ -224,8 +224,8 @@ impl Writer<'_> {
         self.batch.push_control(bytes);
     }
 
-    /// Caller slice `index`: borrowed whole, or with markers copied into
-    /// the batch with them.
+    /// Caller slice `index`: borrowed whole (copied if short), or with
+    /// markers copied into the batch with them.
     fn ulpdu_slice(&mut self, index: usize, slice: &[u8]) {
         if self.markers {
             let header_offset = self.header_offset;
@@ -234,7 +234,7 @@ impl Writer<'_> {
             });
         } else {
             self.crc.update(slice);
-            self.batch.push_slice(index, 0, slice.len());
+            self.batch.push_payload(index, slice);
             self.offset += slice.len() as u64;
         }
     }
