@@ -30,7 +30,7 @@ use std::future::Future;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -49,6 +49,7 @@ use crate::info::ConnectionInfo;
 
 pub use iwarp_proto::connection::ConnectionError;
 
+use lock::{TaskGuard, TaskLock};
 use rx::{ReadStep, RxPath};
 use waiters::{Waiters, INTERNAL_WR};
 
@@ -58,7 +59,7 @@ const READS_PER_TURN: usize = 16;
 /// The state the user handles and the two tasks share.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    inner: Mutex<Inner>,
+    inner: TaskLock<Inner>,
     pub(crate) stream: TcpStream,
     /// Wakes the writer: the socket refused a write made elsewhere, or the
     /// connection is ending.
@@ -117,7 +118,7 @@ impl Shared {
         info.mulpdu = conn.qp().mulpdu();
         let span = log::span(local, peer, &info);
         let shared = Arc::new(Self {
-            inner: Mutex::new(Inner {
+            inner: TaskLock::new(Inner {
                 conn,
                 rx,
                 waiters: Waiters::default(),
@@ -138,14 +139,14 @@ impl Shared {
         Ok(shared)
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    pub(crate) fn lock(&self) -> TaskGuard<'_, Inner> {
+        self.inner.lock()
     }
 
-    /// The lock, as the connection's own tasks take it: yielding to the
-    /// runtime while another holds it (the `lock` module says why).
-    async fn lock_yielding(&self) -> MutexGuard<'_, Inner> {
-        lock::lock_yielding(&self.inner).await
+    /// The lock, as the connection's own tasks take it: waiting for its
+    /// release without blocking the thread (the `lock` module says why).
+    async fn lock_async(&self) -> TaskGuard<'_, Inner> {
+        self.inner.lock_async().await
     }
 
     /// Runs `f` on the connection, then sends what it queued and delivers
@@ -347,7 +348,7 @@ impl Inner {
 async fn reader(shared: Arc<Shared>) {
     loop {
         let (step, deadline) = {
-            let mut guard = shared.lock_yielding().await;
+            let mut guard = shared.lock_async().await;
             let inner = &mut *guard;
             let step = read_turn(inner, &shared.stream);
             shared.after_engine_handoff(inner);
@@ -417,7 +418,7 @@ async fn writer(shared: Arc<Shared>) {
         tokio::pin!(notified);
         notified.as_mut().enable();
         let (pending, finished) = {
-            let mut guard = shared.lock_yielding().await;
+            let mut guard = shared.lock_async().await;
             let inner = &mut *guard;
             // The writer's own flush: a full socket is what it waits for
             // below, so no hand-over.
