@@ -5,7 +5,7 @@
 //! §3.1.1), and wants Nagle off so that segments start with FPDUs. It also
 //! holds the one non-blocking write the connection makes.
 
-use std::io::{self, IoSlice};
+use std::io::{self, IoSlice, Read};
 
 use socket2::SockRef;
 use tokio::io::Interest;
@@ -69,6 +69,51 @@ pub(crate) fn try_send(stream: &TcpStream, pieces: &[IoSlice<'_>]) -> io::Result
         [one] => stream.try_write(one),
         _ => try_send_vectored(stream, pieces),
     }
+}
+
+/// Reads into `buf` without blocking, as tokio's `try_read` does (`recv`),
+/// and says whether the read drained the socket.
+///
+/// A read that returns fewer octets than `buf` holds took everything the
+/// socket had, so the socket's read readiness is cleared at once: the next
+/// wait for readability waits for new octets, where tokio's `try_read`
+/// needs a second `recv` that fails with `EAGAIN` to learn that the socket
+/// is empty (a system call per message saved in a ping-pong). Nothing is
+/// missed: the socket raises a new readiness event for octets that arrive
+/// after the read (tokio registers it edge-triggered), and tokio keeps a
+/// readiness set by an event newer than the read.
+pub(crate) fn try_recv(stream: &TcpStream, buf: &mut [u8]) -> io::Result<Received> {
+    let asked = buf.len();
+    let mut short = None;
+    let result = stream.try_io(Interest::READABLE, || {
+        let n = (&*SockRef::from(stream)).read(buf)?;
+        if n > 0 && n < asked {
+            // Reported as "would block" so that tokio clears the readiness
+            // this read observed; the octets are returned below.
+            short = Some(n);
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    });
+    match short {
+        Some(n) => Ok(Received {
+            len: n,
+            drained: true,
+        }),
+        None => result.map(|len| Received {
+            len,
+            drained: false,
+        }),
+    }
+}
+
+/// What [`try_recv`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Received {
+    /// Octets read; 0 at the end of the stream.
+    pub(crate) len: usize,
+    /// The socket had no more: wait for readability before reading again.
+    pub(crate) drained: bool,
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -157,5 +202,62 @@ mod tests {
         }
         client.writable().await.unwrap();
         assert_eq!(try_send(&client, &[IoSlice::new(b"after")]).unwrap(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_short_read_drains_and_the_next_octets_wake_the_reader() {
+        use tokio::io::AsyncWriteExt;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        let (mut client, (server, _)) = (client.unwrap(), server.unwrap());
+        let mut buf = [0u8; 64];
+        for round in 0u8..50 {
+            let sent = [round; 10];
+            client.write_all(&sent).await.unwrap();
+            // The octets arrive; a read of fewer than asked for drained
+            // the socket, so the next wait waits for the next octets
+            // (a lost wake-up would hang here, bounded by the timeout).
+            let mut got = 0;
+            while got < sent.len() {
+                tokio::time::timeout(std::time::Duration::from_secs(10), server.readable())
+                    .await
+                    .expect("readiness lost")
+                    .unwrap();
+                match try_recv(&server, &mut buf[got..]) {
+                    Ok(r) => {
+                        assert!(r.len > 0);
+                        assert_eq!(r.drained, got + r.len < buf.len());
+                        got += r.len;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            assert_eq!(&buf[..got], &sent[..]);
+            // Drained: the readiness is gone until more octets come.
+            let idle = tokio::time::timeout(std::time::Duration::from_millis(5), server.readable());
+            assert!(idle.await.is_err(), "readiness survived a drained read");
+        }
+        // A full buffer is not a drained socket; the end of the stream
+        // reads as 0.
+        client.write_all(&[9u8; 100]).await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut total = 0;
+        loop {
+            server.readable().await.unwrap();
+            match try_recv(&server, &mut buf) {
+                Ok(r) if r.len == 0 => break,
+                Ok(r) => {
+                    if r.len == buf.len() {
+                        assert!(!r.drained);
+                    }
+                    total += r.len;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(total, 100);
     }
 }

@@ -363,7 +363,8 @@ async fn reader(shared: Arc<Shared>) {
         match step {
             ReadStep::More => tokio::task::yield_now().await,
             ReadStep::Done => break,
-            ReadStep::Empty => {
+            // `read_turn` has taken a drained read's octets in.
+            ReadStep::Empty | ReadStep::Drained => {
                 let readable = shared.stream.readable();
                 let ready = match deadline {
                     Some(d) => {
@@ -403,6 +404,10 @@ fn read_turn(inner: &mut Inner, stream: &TcpStream) -> ReadStep {
         }
         match inner.rx.read(&mut inner.conn, stream, now) {
             ReadStep::More => {}
+            ReadStep::Drained => {
+                inner.rx.feed(&mut inner.conn, now);
+                return ReadStep::Empty;
+            }
             other => return other,
         }
     }

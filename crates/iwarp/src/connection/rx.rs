@@ -26,6 +26,8 @@ use iwarp_proto::connection::{Connection, LossReason};
 use iwarp_proto::framing::{AnyDeframer, Deframer};
 use iwarp_proto::mpa::MAX_FPDU_WIRE_LEN;
 
+use crate::socket::{self, Received};
+
 /// Octets of staging buffer a busy connection grows to.
 pub(crate) const STAGING_LEN: usize = 64 * 1024;
 /// Octets of staging buffer a connection starts with (enough for a direct
@@ -50,6 +52,9 @@ const TAIL_LEN: usize = 4096;
 pub(crate) enum ReadStep {
     /// Octets came in: there may be more at once.
     More,
+    /// Octets came in and the socket had no more: take them in, then wait
+    /// until it is readable.
+    Drained,
     /// The socket is empty: wait until it is readable.
     Empty,
     /// The connection reads no more (the stream ended, failed or stopped).
@@ -162,19 +167,23 @@ impl RxPath {
         }
         let room = &mut self.staging[self.end..];
         let want = want.min(room.len());
-        match stream.try_read(&mut room[..want]) {
-            Ok(0) => {
+        match socket::try_recv(stream, &mut room[..want]) {
+            Ok(Received { len: 0, .. }) => {
                 conn.handle_eof();
                 ReadStep::Done
             }
-            Ok(n) => {
+            Ok(Received { len: n, drained }) => {
                 self.octets += n as u64;
                 self.end += n;
                 if self.end == self.staging.len() && self.staging.len() < self.max_len {
                     let len = (2 * self.staging.len()).min(self.max_len);
                     self.staging.resize(len, 0);
                 }
-                ReadStep::More
+                if drained {
+                    ReadStep::Drained
+                } else {
+                    ReadStep::More
+                }
             }
             Err(e) => read_error(conn, &e),
         }
