@@ -5,7 +5,7 @@
 //! §3.1.1), and wants Nagle off so that segments start with FPDUs. It also
 //! holds the one non-blocking write the connection makes.
 
-use std::io::{self, IoSlice, Read};
+use std::io::{self, IoSlice, IoSliceMut, Read};
 
 use socket2::SockRef;
 use tokio::io::Interest;
@@ -84,9 +84,31 @@ pub(crate) fn try_send(stream: &TcpStream, pieces: &[IoSlice<'_>]) -> io::Result
 /// readiness set by an event newer than the read.
 pub(crate) fn try_recv(stream: &TcpStream, buf: &mut [u8]) -> io::Result<Received> {
     let asked = buf.len();
+    recv_draining(stream, asked, || (&*SockRef::from(stream)).read(buf))
+}
+
+/// [`try_recv`] into several buffers (`recvmsg`; tokio's vectored read is
+/// `readv`, through the file layer).
+pub(crate) fn try_recv_vectored(
+    stream: &TcpStream,
+    bufs: &mut [IoSliceMut<'_>],
+) -> io::Result<Received> {
+    let asked = bufs.iter().map(|b| b.len()).sum();
+    recv_draining(stream, asked, || {
+        (&*SockRef::from(stream)).read_vectored(bufs)
+    })
+}
+
+/// Runs `recv` (a read of at most `asked` octets) under tokio's readiness
+/// bookkeeping, clearing the readiness when the read was short.
+fn recv_draining(
+    stream: &TcpStream,
+    asked: usize,
+    recv: impl FnOnce() -> io::Result<usize>,
+) -> io::Result<Received> {
     let mut short = None;
     let result = stream.try_io(Interest::READABLE, || {
-        let n = (&*SockRef::from(stream)).read(buf)?;
+        let n = recv()?;
         if n > 0 && n < asked {
             // Reported as "would block" so that tokio clears the readiness
             // this read observed; the octets are returned below.
@@ -259,5 +281,37 @@ mod tests {
             }
         }
         assert_eq!(total, 100);
+    }
+
+    #[tokio::test]
+    async fn a_short_vectored_read_drains_across_buffers() {
+        use tokio::io::AsyncWriteExt;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        let (mut client, (server, _)) = (client.unwrap(), server.unwrap());
+        client.write_all(b"abcdefghij").await.unwrap();
+        let mut received = Vec::new();
+        let mut drained = false;
+        while received.len() < 10 {
+            server.readable().await.unwrap();
+            let (mut a, mut b) = ([0u8; 4], [0u8; 16]);
+            let mut iov = [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)];
+            match try_recv_vectored(&server, &mut iov) {
+                Ok(r) => {
+                    // The octets fill the first buffer, then the second.
+                    received.extend_from_slice(&a[..r.len.min(4)]);
+                    received.extend_from_slice(&b[..r.len.saturating_sub(4)]);
+                    assert_eq!(r.drained, r.len < 20);
+                    drained = r.drained;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(drained);
+        assert_eq!(received, b"abcdefghij");
+        let idle = tokio::time::timeout(std::time::Duration::from_millis(5), server.readable());
+        assert!(idle.await.is_err(), "readiness survived a drained read");
     }
 }

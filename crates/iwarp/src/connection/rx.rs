@@ -224,7 +224,14 @@ impl RxPath {
         max: usize,
     ) -> ReadStep {
         let tail = &mut self.staging[..TAIL_LEN];
-        match conn.read_direct(now, max, tail, |iov| stream.try_read_vectored(iov)) {
+        let mut drained = false;
+        let read = |iov: &mut [io::IoSliceMut<'_>]| {
+            socket::try_recv_vectored(stream, iov).map(|r| {
+                drained = r.drained;
+                r.len
+            })
+        };
+        match conn.read_direct(now, max, tail, read) {
             // Nothing read: the queue pair refused the placement (its
             // target was invalidated under it) and stopped receiving.
             Ok(None) => ReadStep::More,
@@ -237,7 +244,11 @@ impl RxPath {
                 self.end = r.tail;
                 self.octets += r.octets as u64;
                 self.direct_octets += r.placed as u64;
-                ReadStep::More
+                if drained {
+                    ReadStep::Drained
+                } else {
+                    ReadStep::More
+                }
             }
             Err(e) => read_error(conn, &e),
         }
