@@ -26,7 +26,7 @@ enum Piece {
 /// The wire octets of one or more PDUs of a framing layer (MPA FPDUs or
 /// IFT frames), as pieces to write in order: framing octets the batch owns
 /// and ranges of the caller's ULPDU slices, which are not copied unless
-/// they are short ([`COPY_PAYLOAD_UP_TO`]) or carry markers.
+/// they are short (at most 512 octets) or carry markers.
 ///
 /// Reuse a batch: [`WireBatch::clear`] keeps its capacity.
 #[derive(Debug, Clone, Default)]
