@@ -195,13 +195,18 @@ mod tests {
         drop(server);
     }
 
-    #[tokio::test]
-    async fn pieces_arrive_in_order_and_a_full_socket_waits_for_room() {
-        use tokio::io::AsyncReadExt;
+    /// Both ends of a loopback connection: client, server.
+    async fn connected() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
-        let (client, (mut server, _)) = (client.unwrap(), server.unwrap());
+        (client.unwrap(), server.unwrap().0)
+    }
+
+    #[tokio::test]
+    async fn pieces_arrive_in_order_and_a_full_socket_waits_for_room() {
+        use tokio::io::AsyncReadExt;
+        let (client, mut server) = connected().await;
         // One piece (send) and several (sendmsg).
         client.writable().await.unwrap();
         assert_eq!(try_send(&client, &[IoSlice::new(b"one")]).unwrap(), 3);
@@ -241,10 +246,7 @@ mod tests {
     #[tokio::test]
     async fn a_short_read_drains_and_the_next_octets_wake_the_reader() {
         use tokio::io::AsyncWriteExt;
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
-        let (mut client, (server, _)) = (client.unwrap(), server.unwrap());
+        let (mut client, server) = connected().await;
         let mut buf = [0u8; 64];
         for round in 0u8..50 {
             let sent = [round; 10];
@@ -321,10 +323,7 @@ mod tests {
     #[tokio::test]
     async fn a_short_vectored_read_drains_across_buffers() {
         use tokio::io::AsyncWriteExt;
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
-        let (mut client, (server, _)) = (client.unwrap(), server.unwrap());
+        let (mut client, server) = connected().await;
         client.write_all(b"abcdefghij").await.unwrap();
         let mut received = Vec::new();
         let mut drained = false;
