@@ -161,6 +161,12 @@ fn every_operation_through_every_receive_path() {
                     let direct = placement == Placement::Direct && reading == Reading::Direct;
                     let placed = pair.a.seen.placed_directly + pair.b.seen.placed_directly;
                     assert_eq!(placed > 0, direct, "{framing:?} {placement:?} {reading:?}");
+                    // One buffer for the payload (with markers, the
+                    // scratch they and the payload are read into), one
+                    // for the tail.
+                    for end in [&pair.a, &pair.b] {
+                        assert!(end.seen.direct_buffers_max <= 2, "{framing:?}");
+                    }
                     assert!(pair.a.conn.error().is_none() && pair.b.conn.error().is_none());
                 }
             }

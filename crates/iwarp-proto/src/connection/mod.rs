@@ -101,6 +101,10 @@ pub struct Connection {
     /// Input octets the last [`Connection::handle_input`] left for the
     /// next one (an incomplete FPDU of a verifying receiver).
     unconsumed: usize,
+    /// Where a direct read of payload with markers lands before its runs
+    /// are copied out (`receive.rs` says why); empty until markers are
+    /// read directly.
+    marked_scratch: Vec<u8>,
     /// The first reason the connection stopped.
     error: Option<ConnectionError>,
     /// After the pending octets: send FIN (graceful close) or close both
@@ -157,6 +161,7 @@ impl Connection {
             tx: TxHalf::new(framer, config.hold_until_received, config.emss),
             deframer,
             unconsumed: 0,
+            marked_scratch: Vec::new(),
             error: None,
             fin_after_flush: false,
             close_after_flush: false,

@@ -67,6 +67,8 @@ pub struct Seen {
     pub eof: bool,
     /// Payload octets placed by direct reads.
     pub placed_directly: usize,
+    /// The most buffers one direct read was lent.
+    pub direct_buffers_max: usize,
     /// The notices, in order (none may follow `Finished`).
     pub notices: Vec<Notice>,
 }
@@ -207,9 +209,11 @@ impl End {
             let max = 1 + rng.below(self.conn.direct_payload());
             let tail_len = 1 + rng.below(self.tail.len());
             let mut tail = std::mem::take(&mut self.tail);
+            let mut buffers = 0;
             let r = self
                 .conn
                 .read_direct(now, max, &mut tail[..tail_len], |iov| {
+                    buffers = iov.len();
                     let mut n = 0;
                     for s in iov.iter_mut() {
                         let k = s.len().min(chunk - n);
@@ -224,6 +228,7 @@ impl End {
                     Ok::<usize, ()>(n)
                 })
                 .expect("reading a pipe cannot fail");
+            self.seen.direct_buffers_max = self.seen.direct_buffers_max.max(buffers);
             if let Some(d) = r {
                 assert!(d.octets > 0);
                 self.seen.placed_directly += d.placed;
