@@ -191,7 +191,8 @@ impl Connection {
         let mut framing_error = None;
         let mut tail_len = 0;
         let placed = self.qp.place_direct(max, |dst| {
-            // The spans one read covers, within the marker array's room.
+            // The spans one read covers, as many as the span array holds
+            // (a bound on the scratch as well).
             let mut spans: ArrayVec<Span, { 2 * MAX_MARKERS + 2 }> = ArrayVec::new();
             let (mut payload, mut marker_count) = (0, 0);
             for span in deframer.layout(dst.len()) {
