@@ -191,40 +191,34 @@ impl Connection {
         let mut framing_error = None;
         let mut tail_len = 0;
         let placed = self.qp.place_direct(max, |dst| {
-            // The spans one read covers, as many as the span array holds
-            // (a bound on the scratch as well).
+            // The spans one read covers, as many as the span array holds.
             let mut spans: ArrayVec<Span, { 2 * MAX_MARKERS + 2 }> = ArrayVec::new();
             let (mut payload, mut marker_count) = (0, 0);
             for span in deframer.layout(dst.len()) {
-                if spans.len() + 2 > spans.capacity() {
+                if spans.is_full() {
                     break;
                 }
                 match span {
                     Span::Payload(n) => payload += n,
-                    Span::Marker if marker_count == MAX_MARKERS => break,
                     Span::Marker => marker_count += 1,
                 }
                 spans.push(span);
             }
             let marked = marker_count > 0;
-            let n = {
-                let mut iov: ArrayVec<IoSliceMut<'_>, { 2 * MAX_MARKERS + 2 }> = ArrayVec::new();
-                if marked {
-                    let wire = payload + MARKER_LEN * marker_count;
-                    if scratch.len() < wire {
-                        scratch.resize(wire, 0);
-                    }
-                    iov.push(IoSliceMut::new(&mut scratch[..wire]));
-                } else {
-                    iov.push(IoSliceMut::new(&mut dst[..payload]));
+            let into: &mut [u8] = if marked {
+                let wire = payload + MARKER_LEN * marker_count;
+                if scratch.len() < wire {
+                    scratch.resize(wire, 0);
                 }
-                iov.push(IoSliceMut::new(&mut tail[..]));
-                match read(&mut iov) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        outcome = Some(Err(e));
-                        return 0;
-                    }
+                &mut scratch[..wire]
+            } else {
+                &mut dst[..payload]
+            };
+            let n = match read(&mut [IoSliceMut::new(into), IoSliceMut::new(&mut tail[..])]) {
+                Ok(n) => n,
+                Err(e) => {
+                    outcome = Some(Err(e));
+                    return 0;
                 }
             };
             outcome = Some(Ok(n));
