@@ -24,6 +24,7 @@
 mod lock;
 mod log;
 mod rx;
+mod sock_io;
 mod waiters;
 
 use std::future::Future;
@@ -195,8 +196,7 @@ impl Shared {
             if conn.wants_emss() {
                 conn.handle_emss(crate::socket::emss(&self.stream));
             }
-            let Some(written) =
-                conn.poll_transmit(|iov| crate::socket::try_send(&self.stream, iov))
+            let Some(written) = conn.poll_transmit(|iov| sock_io::try_send(&self.stream, iov))
             else {
                 break;
             };

@@ -26,7 +26,7 @@ use iwarp_proto::connection::{Connection, LossReason};
 use iwarp_proto::framing::{AnyDeframer, Deframer};
 use iwarp_proto::mpa::MAX_FPDU_WIRE_LEN;
 
-use crate::socket::{self, Received};
+use super::sock_io::{self, Received};
 
 /// Octets of staging buffer a busy connection grows to.
 pub(crate) const STAGING_LEN: usize = 64 * 1024;
@@ -167,7 +167,7 @@ impl RxPath {
         }
         let room = &mut self.staging[self.end..];
         let want = want.min(room.len());
-        match socket::try_recv(stream, &mut room[..want]) {
+        match sock_io::try_recv(stream, &mut room[..want]) {
             Ok(Received { len: 0, .. }) => {
                 conn.handle_eof();
                 ReadStep::Done
@@ -226,7 +226,7 @@ impl RxPath {
         let tail = &mut self.staging[..TAIL_LEN];
         let mut drained = false;
         let read = |iov: &mut [io::IoSliceMut<'_>]| {
-            socket::try_recv_vectored(stream, iov).map(|r| {
+            sock_io::try_recv_vectored(stream, iov).map(|r| {
                 drained = r.drained;
                 r.len
             })
