@@ -136,7 +136,7 @@ fn ulpdu(m: &Msg) -> Vec<u8> {
 fn fpdu(u: &[u8]) -> Vec<u8> {
     let mut f = (u.len() as u16).to_be_bytes().to_vec();
     f.extend(u);
-    while f.len() % 4 != 0 {
+    while !f.len().is_multiple_of(4) {
         f.push(0);
     }
     f.extend([0; 4]);

@@ -640,7 +640,7 @@ async fn poll_for(
             return Ok(());
         }
         spins = spins.wrapping_add(1);
-        if spins % 1024 == 0 && qp.error().is_some() {
+        if spins.is_multiple_of(1024) && qp.error().is_some() {
             return Err(connection_gone(qp, peer, "waiting for a write-back"));
         }
         tokio::task::yield_now().await;

@@ -43,7 +43,7 @@ impl MarkerInterval {
     /// Whether a marker starts at stream offset `offset`.
     #[inline]
     pub const fn is_marker_at(self, offset: u64) -> bool {
-        offset % self.0 as u64 == 0
+        offset.is_multiple_of(self.0 as u64)
     }
 
     /// The stream offset of the first marker at or after `offset`.

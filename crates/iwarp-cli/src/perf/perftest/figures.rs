@@ -89,7 +89,7 @@ fn best_op_time(posted: &[u64], completed: &[u64], cq_mod: u32) -> Option<f64> {
             consider(i, j);
             j += m;
         }
-        if n % m != 0 {
+        if !n.is_multiple_of(m) {
             consider(i, n - 1);
         }
     }

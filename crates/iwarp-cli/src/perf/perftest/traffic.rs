@@ -389,7 +389,7 @@ pub async fn bw_server_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures
                     .map_err(|e| PerfError::iwarp("posting a receive", e))?;
                 posted[i] += 1;
             }
-            if (received[i] % rx_depth) % credit_every == 0 {
+            if (received[i] % rx_depth).is_multiple_of(credit_every) {
                 while credits_out[i] >= u64::from(p.tx_depth) {
                     let c = next(&d.send_cq, "waiting for credit Writes to complete").await?;
                     check(&c, &d.qps, "a credit Write failed")?;

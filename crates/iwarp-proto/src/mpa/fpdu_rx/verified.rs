@@ -180,7 +180,7 @@ impl FpduReceiver {
     /// fails (a marker, the CRC, a length) it changes nothing and returns
     /// `None`, so that the walk finds and reports the error.
     pub(crate) fn check_sound(&mut self, fpdu: &[u8]) -> Option<(usize, u64, usize)> {
-        if self.failed.is_some() || !self.at_boundary() || self.offset % 4 != 0 {
+        if self.failed.is_some() || !self.at_boundary() || !self.offset.is_multiple_of(4) {
             return None;
         }
         let markers = self.markers;
@@ -247,7 +247,7 @@ impl FpduReceiver {
         // At a 4-aligned offset (MPA's always; other offsets serve tests)
         // no marker can fall inside the CRC field, so the CRC covers
         // exactly the octets before the field's last four: one call.
-        if self.crc_enabled && self.offset % 4 == 0 {
+        if self.crc_enabled && self.offset.is_multiple_of(4) {
             if let Some(covered) = fpdu.len().checked_sub(CRC_LEN) {
                 self.whole_crc = Some(crc::crc32c(&fpdu[..covered]));
             }
