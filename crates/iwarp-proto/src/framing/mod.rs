@@ -35,6 +35,9 @@
 mod any;
 mod batch;
 pub mod crc;
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod crc_hybrid;
 mod deframer;
 mod framer;
 mod layout;
