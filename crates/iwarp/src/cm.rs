@@ -347,6 +347,7 @@ fn start(
         send_cq: qp.send_cq,
         recv_cq: qp.recv_cq,
         initial_recvs: qp.initial_recvs,
+        post_burst: config.post_burst,
     })?;
     startup_log::established(&shared.span, &shared.info);
     Ok(QueuePair::new(shared))

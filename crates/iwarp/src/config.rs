@@ -88,6 +88,18 @@ pub struct Config {
     /// README). IFT checks its header CRC before any payload is placed,
     /// either way.
     pub placement: Placement,
+    /// Posts closer together than this share system calls. A post
+    /// normally writes what it sends to the socket itself, before it
+    /// returns. One made less than this long after a post that wrote
+    /// leaves its octets to the next post that writes, or to the
+    /// connection's writer task, which runs as soon as the posting task
+    /// awaits or another worker thread is free, so that a burst of small
+    /// posts goes out in a few writes rather than one each (as a hardware
+    /// queue pair rings one doorbell for a chain). 4 KiB RDMA Writes ran
+    /// about 4 times faster on loopback with the default of 5 µs; posts
+    /// further apart than that (a ping-pong) write at once, as before.
+    /// Zero makes every post write itself.
+    pub post_burst: Duration,
     /// Send-queue work requests outstanding at most.
     pub send_queue_depth: usize,
     /// Posted receives at most.
@@ -106,6 +118,7 @@ impl Default for Config {
             nodelay: true,
             responder_sends_first: false,
             placement: Placement::Verified,
+            post_burst: Duration::from_micros(5),
             send_queue_depth: 1024,
             recv_queue_depth: 1024,
         }

@@ -56,6 +56,9 @@ pub struct QpStats {
     pub octets_received: u64,
     /// Payload octets read from the socket straight into their region.
     pub octets_placed_directly: u64,
+    /// System calls that wrote to the socket: one per post when posts are
+    /// far apart, fewer in a burst (see `Config::post_burst`).
+    pub socket_writes: u64,
     /// The peer's RDMA Writes into, and Reads from, this end's memory:
     /// one-sided operations leave no completion here, only these counts
     /// (a view of `connection.messages`).
@@ -170,6 +173,7 @@ impl QueuePair {
             octets_sent: sent,
             octets_received: received,
             octets_placed_directly: direct,
+            socket_writes: inner.socket_writes(),
             one_sided: inner.conn.qp().one_sided_counters(),
             connection: inner.conn.stats(),
         }
@@ -194,7 +198,7 @@ impl QueuePair {
     /// ```
     pub fn post_list<R>(&self, f: impl FnOnce(&mut PostList<'_>) -> R) -> R {
         self.shared()
-            .with_engine(|inner| f(&mut PostList { inner }))
+            .post_with_engine(|inner| f(&mut PostList { inner }))
     }
 
     /// Posts a receive buffer for an incoming Send. iWARP has no

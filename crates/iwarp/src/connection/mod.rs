@@ -15,8 +15,10 @@
 //! wants to send, with non-blocking vectored writes, and moves finished
 //! work into the completion queues. So a post is written in the caller's
 //! own context, with no task switch, and a Read Response goes out as soon
-//! as the reader has taken the request. The writer task only steps in
-//! when the socket is full.
+//! as the reader has taken the request. The writer task steps in when the
+//! socket is full, and for posts that come in a burst: one made soon
+//! after a post that wrote (`Config::post_burst`) leaves its octets to
+//! the next such post or to the writer, so that a burst shares writes.
 //!
 //! Each connection has a `tracing` span, which its events name as their
 //! parent (`log.rs`).
@@ -33,7 +35,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 use tokio::net::TcpStream;
@@ -85,6 +87,12 @@ pub(crate) struct Inner {
     /// When the connection started: the instant given for input when no
     /// idle timer needs a fresh one.
     started: Instant,
+    /// When a post last wrote to the socket itself.
+    last_post_write: Option<Instant>,
+    /// `Config::post_burst`.
+    post_burst: Duration,
+    /// System calls that wrote to the socket.
+    socket_writes: u64,
 }
 
 /// How the connection was set up, for [`Shared::start`].
@@ -101,6 +109,8 @@ pub(crate) struct Startup<'a> {
     pub(crate) recv_cq: CompletionQueue,
     /// Receives to post before anything is received.
     pub(crate) initial_recvs: Vec<(u64, Sge)>,
+    /// `Config::post_burst`.
+    pub(crate) post_burst: Duration,
 }
 
 impl Shared {
@@ -124,6 +134,9 @@ impl Shared {
                 rx,
                 waiters: Waiters::default(),
                 started,
+                last_post_write: None,
+                post_burst: s.post_burst,
+                socket_writes: 0,
             }),
             stream: s.stream,
             tx_wake: Notify::new(),
@@ -159,13 +172,39 @@ impl Shared {
         r
     }
 
+    /// Runs the post `f` on the connection. Like [`Shared::with_engine`],
+    /// the post writes to the socket itself, unless a post did less than
+    /// `Config::post_burst` ago: then its octets wait for the next post
+    /// that writes or for the writer task, whichever comes first, so that
+    /// a burst of posts goes out in a few writes instead of one each.
+    pub(crate) fn post_with_engine<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let mut inner = self.lock();
+        let r = f(&mut inner);
+        let now = Instant::now();
+        if inner
+            .last_post_write
+            .is_some_and(|t| now.duration_since(t) < inner.post_burst)
+        {
+            self.tx_wake.notify_one();
+        } else {
+            let before = inner.conn.octets_written();
+            self.after_engine_handoff(&mut inner);
+            if inner.conn.octets_written() != before {
+                // From the end of the write: writing 64 KiB takes longer
+                // than the window.
+                inner.last_post_write = Some(Instant::now());
+            }
+        }
+        r
+    }
+
     /// Posts one runtime-owned request with `post` (given its id) and
     /// returns what waits for its completion; a refused post frees the id.
     pub(crate) fn post_awaited<E>(
         &self,
         post: impl FnOnce(&mut Inner, u64) -> Result<(), E>,
     ) -> Result<Awaited<'_>, E> {
-        let id = self.with_engine(|inner| {
+        let id = self.post_with_engine(|inner| {
             let id = inner.waiters.register();
             post(inner, id).inspect_err(|_| inner.waiters.cancel(id))?;
             Ok(id)
@@ -204,7 +243,10 @@ impl Shared {
                 Ok(0) => {
                     conn.handle_write_error(LossReason::from_io(&io::ErrorKind::WriteZero.into()))
                 }
-                Ok(n) => conn.handle_written(n),
+                Ok(n) => {
+                    inner.socket_writes += 1;
+                    conn.handle_written(n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     blocked = true;
                     break;
@@ -340,6 +382,11 @@ impl Inner {
             self.rx.octets,
             self.rx.direct_octets,
         )
+    }
+
+    /// System calls that wrote to the socket.
+    pub(crate) fn socket_writes(&self) -> u64 {
+        self.socket_writes
     }
 }
 

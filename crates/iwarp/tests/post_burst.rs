@@ -1,0 +1,95 @@
+//! Posts made in a burst share system calls (`Config::post_burst`), and
+//! none is left unwritten: the octets a post leaves behind go out with the
+//! next post that writes, or with the writer task once the poster awaits.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use iwarp::{CompletionOpcode, CompletionStatus, Config, QpOptions};
+
+/// RDMA Writes of 256 octets each, posted back to back: about 9 KiB on the
+/// wire in all, less than a socket's smallest send buffer (16 KiB), so no
+/// post finds the socket full even if the peer's acknowledgements wait.
+const POSTS: u64 = 32;
+const LEN: usize = 256;
+
+/// Posts `POSTS` Writes without awaiting in between, then waits for their
+/// completions and checks what landed; returns the client's socket writes.
+async fn burst_of_writes(client_cfg: Config) -> u64 {
+    let (cpd, spd) = (new_pd(), new_pd());
+    let (client, _server) = pair_with(
+        &client_cfg,
+        QpOptions::new(&cpd),
+        Config::default(),
+        QpOptions::new(&spd),
+    )
+    .await;
+    let total = POSTS as usize * LEN;
+    let data = pattern(total, 9);
+    let source = region_with(&cpd, data.clone());
+    let target = region(&spd, total);
+    let writes_before = client.stats().socket_writes;
+    for i in 0..POSTS {
+        let at = i as usize * LEN;
+        client
+            .rdma_write(
+                i,
+                source.sge(at..at + LEN).unwrap(),
+                target.remote_key().slice(at as u64, LEN as u32).unwrap(),
+            )
+            .unwrap();
+    }
+    for i in 0..POSTS {
+        let c = next_send(&client).await;
+        assert_eq!(c.wr_id, i, "{c:?}");
+        assert_eq!(c.status, CompletionStatus::Success, "{c:?}");
+        assert_eq!(c.opcode, CompletionOpcode::RdmaWrite, "{c:?}");
+    }
+    // A Read behind the Writes returns once they have been placed.
+    let sink = region(&cpd, total);
+    client
+        .rdma_read(
+            POSTS,
+            sink.sge(..).unwrap(),
+            target.remote_key().slice(0, total as u32).unwrap(),
+        )
+        .unwrap();
+    let c = next_send(&client).await;
+    assert_eq!(c.status, CompletionStatus::Success, "{c:?}");
+    assert_same("the Writes' target", &target.to_vec(), &data);
+    assert_same("read back", &sink.to_vec(), &data);
+    client.stats().socket_writes - writes_before
+}
+
+// A single-threaded runtime: the writer task can only run once the test
+// awaits, so the posts after the first can only be written by it.
+#[tokio::test]
+async fn a_burst_of_posts_shares_writes_and_loses_none() {
+    let cfg = Config {
+        // Wide enough that no post of the burst comes after it, however
+        // slow the build: the grouping is then certain.
+        post_burst: Duration::from_secs(60),
+        ..Config::default()
+    };
+    let writes = burst_of_writes(cfg).await;
+    // The first post writes itself; the writer takes the others in as
+    // few writes as the socket's room allows; the Read is one more.
+    assert!(
+        (2..=POSTS / 4).contains(&writes),
+        "{writes} socket writes for {POSTS} posts"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_window_every_post_writes_itself() {
+    let cfg = Config {
+        post_burst: Duration::ZERO,
+        ..Config::default()
+    };
+    let writes = burst_of_writes(cfg).await;
+    // No post finds the socket full (see `POSTS`) and hands over: one
+    // write each, and the Read's.
+    assert_eq!(writes, POSTS + 1);
+}
