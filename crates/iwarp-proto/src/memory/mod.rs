@@ -53,6 +53,7 @@
 
 mod access;
 mod buffer;
+pub mod copy;
 mod error;
 mod region;
 mod stag;

@@ -17,6 +17,7 @@ use crate::ddp::{
     UntaggedHeader, UNTAGGED_HEADER_LEN,
 };
 use crate::framing::UlpduSink;
+use crate::memory::copy::copy_payload;
 use crate::memory::{Access, AccessViolation, MemoryBuffer, RegionSlice, STag};
 
 use super::error::{OperationError, ProtectionError, ProtocolError, RdmapError};
@@ -729,7 +730,7 @@ impl QueuePair {
             }
             Target::Region { slice, at } => {
                 let n = bytes.len().min(slice.len() - *at);
-                match slice.write_with(*at, n, |dst| dst.copy_from_slice(&bytes[..n])) {
+                match slice.write_with(*at, n, |dst| copy_payload(dst, &bytes[..n])) {
                     Ok(()) => *at += n,
                     Err(v) => self.placement_failed(v),
                 }
@@ -987,7 +988,7 @@ impl UlpduSink for QueuePair {
                 let mut off = 0;
                 for p in rest {
                     let k = p.len().min(n - off);
-                    dst[off..off + k].copy_from_slice(&p[..k]);
+                    copy_payload(&mut dst[off..off + k], &p[..k]);
                     off += k;
                 }
             });

@@ -24,6 +24,7 @@ use tokio::net::TcpStream;
 
 use iwarp_proto::connection::{Connection, LossReason};
 use iwarp_proto::framing::{AnyDeframer, Deframer};
+use iwarp_proto::memory::copy::move_to_front;
 use iwarp_proto::mpa::MAX_FPDU_WIRE_LEN;
 
 use super::sock_io::{self, Received};
@@ -206,7 +207,7 @@ impl RxPath {
         };
         let need = next.map_or(TAIL_LEN, |len| len.saturating_sub(staged.len()) + TAIL_LEN);
         if self.start > 0 && self.max_len - self.end < need {
-            self.staging.copy_within(self.start..self.end, 0);
+            move_to_front(&mut self.staging, self.start..self.end);
             self.end -= self.start;
             self.start = 0;
         }
