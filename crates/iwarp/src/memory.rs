@@ -14,7 +14,9 @@
 //! be held by mistake while posting work on the same region.
 
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
-use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
+
+use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 
 use iwarp_proto::memory::{self as pm, MemoryBuffer, MemoryTable, RegionSpec};
 use iwarp_proto::rdmap::Sge;

@@ -1,6 +1,8 @@
 //! The shared octets behind registered regions.
 
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Octets shared between the user and the engines: a cheaply clonable
 /// handle (an `Arc`) to a fixed-size, lock-protected byte array.
@@ -28,14 +30,20 @@ impl MemoryBuffer {
     }
 
     /// Shared access to the octets. A panic in another holder does not
-    /// make the octets unusable, so lock poisoning is ignored.
+    /// make the octets unusable (`parking_lot`'s locks are not poisoned).
     pub fn read(&self) -> RwLockReadGuard<'_, Box<[u8]>> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner)
+        self.0.read()
+    }
+
+    /// Shared access even while a writer waits, for a thread that may
+    /// already hold a read of these octets (see `RegionSlice::lock`).
+    pub(crate) fn read_recursive(&self) -> RwLockReadGuard<'_, Box<[u8]>> {
+        self.0.read_recursive()
     }
 
     /// Exclusive access to the octets.
     pub fn write(&self) -> RwLockWriteGuard<'_, Box<[u8]>> {
-        self.0.write().unwrap_or_else(PoisonError::into_inner)
+        self.0.write()
     }
 
     /// A copy of the octets (tests and tools).

@@ -1,7 +1,9 @@
 //! A registration, and checked slices of it that the engines place into
 //! and transmit from.
 
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::Arc;
+
+use parking_lot::{RwLock, RwLockReadGuard};
 
 use super::{Access, AccessViolation, MemoryBuffer, ProtectionDomain, STag, StreamId};
 
@@ -21,16 +23,17 @@ pub(crate) struct Registration {
     /// False once invalidated or deregistered. Placement and transmission
     /// hold the read lock while they touch the octets; invalidation takes
     /// the write lock, so it waits for them and they see it afterwards.
+    /// (`parking_lot`'s, for [`RegionSlice::lock`]'s recursive reads.)
     pub(crate) valid: RwLock<bool>,
 }
 
 impl Registration {
     pub(crate) fn is_valid(&self) -> bool {
-        *self.valid.read().unwrap_or_else(PoisonError::into_inner)
+        *self.valid.read()
     }
 
     pub(crate) fn set_invalid(&self) {
-        *self.valid.write().unwrap_or_else(PoisonError::into_inner) = false;
+        *self.valid.write() = false;
     }
 
     /// Checks an access of `len` octets at `to` that needs `need`, by a
@@ -173,11 +176,7 @@ impl RegionSlice {
         len: usize,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R, AccessViolation> {
-        let valid = self
-            .reg
-            .valid
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let valid = self.reg.valid.read();
         if !*valid {
             return Err(AccessViolation::InvalidStag);
         }
@@ -194,16 +193,19 @@ impl RegionSlice {
 
     /// Locks the slice for reading (transmission): the guard derefs to the
     /// octets and keeps the STag valid until dropped.
+    ///
+    /// A batch of PDUs locks every slice it sends from at once, so it may
+    /// lock one registration, or one buffer, several times. Those reads
+    /// are recursive: a plain read lock waits behind a writer that is
+    /// already waiting (the user's `write_with`, an invalidation), and that
+    /// writer waits for the batch's first read, a deadlock the soak hit
+    /// once bursts of posts filled batches from one region.
     pub fn lock(&self) -> Result<RegionReadGuard<'_>, AccessViolation> {
-        let valid = self
-            .reg
-            .valid
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let valid = self.reg.valid.read_recursive();
         if !*valid {
             return Err(AccessViolation::InvalidStag);
         }
-        let octets = self.reg.buffer.read();
+        let octets = self.reg.buffer.read_recursive();
         if self.offset + self.len > octets.len() {
             return Err(AccessViolation::BaseBounds);
         }

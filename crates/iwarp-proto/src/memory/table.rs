@@ -205,7 +205,7 @@ impl MemoryTable {
             len: spec.len as u64,
             buffer: spec.buffer,
             buffer_offset: spec.offset,
-            valid: RwLock::new(true),
+            valid: parking_lot::RwLock::new(true),
         });
         r.by_index.insert(stag.index(), reg);
         Ok(stag)
@@ -323,6 +323,51 @@ mod tests {
         let t = MemoryTable::with_seed(1);
         let pd = t.alloc_pd();
         (t, pd)
+    }
+
+    /// A batch sends two PDUs from one region: it locks the region twice.
+    /// A writer (the user's `write`, an invalidation) that queues between
+    /// the two locks must not make the second wait, or neither proceeds.
+    #[test]
+    fn a_region_locked_again_does_not_wait_behind_a_waiting_writer() {
+        let (t, pd) = table();
+        let buf = MemoryBuffer::new(100);
+        let stag = t
+            .register(RegionSpec::whole(pd, buf.clone(), 0, Access::empty()))
+            .unwrap();
+        let first = t.check_local(stag, pd, Access::empty(), 0, 10).unwrap();
+        let second = t.check_local(stag, pd, Access::empty(), 10, 10).unwrap();
+        let held = first.lock().unwrap();
+        let (wrote, written) = std::sync::mpsc::channel();
+        let writer = std::thread::spawn(move || {
+            buf.write()[0] = 1;
+            wrote.send(()).unwrap();
+        });
+        let invalidator = {
+            let t = std::sync::Arc::new(t);
+            let t2 = t.clone();
+            (t, std::thread::spawn(move || t2.invalidate(stag)))
+        };
+        // Let both writers queue behind `held` (if they are slower, the
+        // second lock below is simply uncontended).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(written.try_recv().is_err(), "the writer waits for the read");
+        let (locked, lock_done) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let again = second.lock().map(|g| g.len());
+                locked.send(again).unwrap();
+            });
+            let again = lock_done
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("the second lock waited behind the writers");
+            assert_eq!(again, Ok(10));
+            drop(held);
+        });
+        writer.join().unwrap();
+        written.recv().unwrap();
+        invalidator.1.join().unwrap().unwrap();
+        assert!(second.lock().is_err(), "invalidated after the batch");
     }
 
     #[test]
