@@ -93,3 +93,37 @@ async fn without_a_window_every_post_writes_itself() {
     // write each, and the Read's.
     assert_eq!(writes, POSTS + 1);
 }
+
+// Within the window, but after the connection ended: the writer task is
+// gone, so the post must deliver its own completion (a flush error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_after_the_end_completes_within_the_window() {
+    let cfg = Config {
+        post_burst: Duration::from_secs(60),
+        ..Config::default()
+    };
+    let (cpd, spd) = (new_pd(), new_pd());
+    let (client, server) = pair_with(
+        &cfg,
+        QpOptions::new(&cpd),
+        Config::default(),
+        QpOptions::new(&spd),
+    )
+    .await;
+    let source = region_with(&cpd, pattern(LEN, 3));
+    let target = region(&spd, LEN);
+    // A post that writes opens the window.
+    client
+        .rdma_write(1, source.sge(..).unwrap(), target.remote_key())
+        .unwrap();
+    assert_eq!(next_send(&client).await.status, CompletionStatus::Success);
+    // The peer goes away; the client's connection ends.
+    drop(server);
+    within("the client's connection to end", client.closed()).await;
+    client
+        .rdma_write(2, source.sge(..).unwrap(), target.remote_key())
+        .unwrap();
+    let c = next_send(&client).await;
+    assert_eq!(c.wr_id, 2, "{c:?}");
+    assert_eq!(c.status, CompletionStatus::FlushError, "{c:?}");
+}

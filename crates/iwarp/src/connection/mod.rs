@@ -180,11 +180,15 @@ impl Shared {
     pub(crate) fn post_with_engine<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.lock();
         let r = f(&mut inner);
-        let now = Instant::now();
-        if inner
-            .last_post_write
-            .is_some_and(|t| now.duration_since(t) < inner.post_burst)
-        {
+        // Once the write side is closed the writer task has ended (or is
+        // ending): a post's completion, a flush error then, is delivered
+        // here.
+        let defer = !inner.post_burst.is_zero()
+            && !inner.conn.is_write_closed()
+            && inner
+                .last_post_write
+                .is_some_and(|t| t.elapsed() < inner.post_burst);
+        if defer {
             self.tx_wake.notify_one();
         } else {
             let before = inner.conn.octets_written();
