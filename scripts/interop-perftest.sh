@@ -91,6 +91,7 @@ client_role() {
 			sleep 1
 		done
 		rm -f "$d/$t-$s.try"
+		echo "$status" >"$d/$t-$s.status"
 		echo "client $t $s: $status $(tail -n 1 "$d/$t-$s.err")"
 	done < <(runs)
 	wait "$guest" || true
@@ -132,6 +133,13 @@ theirs() { # LOG TEST SIZE
 	awk -v h="=== $2 $3" '$0 == h {on=1; next} /^=== rc/ {on=0} on && /#bytes/ {getline; print; exit}' "$1"
 }
 
+# The guest's exit status for one run (empty if it has none).
+theirs_rc() { # LOG TEST SIZE
+	awk -v h="=== $2 $3" '$0 == h {on=1; next} on && /^=== rc/ {print $3; exit}' "$1"
+}
+# Our run's status ("ok after N tries" or "failed"), as the run loop wrote it.
+our_status() { cat "$1" 2>/dev/null || true; }
+
 # One markdown table row: the cells of a perftest result row.
 cells() { echo "$1" | tr -s ' \t' '\n' | grep -v '^$' | paste -sd'|' | sed 's/|/ | /g'; }
 
@@ -162,6 +170,12 @@ summary() {
 				b=$(theirs "$log" "$t" "$s")
 				[ -n "$a" ] && a=$(cells "$a") || a="(prints no table)"
 				[ -n "$b" ] && b=$(cells "$b") || b="(prints no table)"
+				# A run that failed says so, whatever table it printed first.
+				local rc
+				rc=$(theirs_rc "$log" "$t" "$s")
+				[ -n "$rc" ] && [ "$rc" != 0 ] && b="FAIL: perftest exited with status $rc"
+				[ "$(our_status "$OUT/$role/$t-$s.status")" = failed ] &&
+					a="FAIL: $(tail -n 1 "$OUT/$role/$t-$s.err" | tr '|' '/')"
 				echo "| ib_$t | iwarp perf | $a |" >>"$f"
 				echo "| ib_$t | perftest | $b |" >>"$f"
 			done < <(runs)
