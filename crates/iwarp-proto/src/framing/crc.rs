@@ -149,9 +149,8 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 #[inline]
 fn sse42_append(crc: u32, bytes: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    if bytes.len() >= super::crc_hybrid::MIN_LEN && super::crc_hybrid::available() {
-        return super::crc_hybrid::append(crc, bytes);
-    }
+    return super::crc_hybrid::append(crc, bytes);
+    #[cfg(not(target_arch = "x86_64"))]
     crc32c::crc32c_append(crc, bytes)
 }
 

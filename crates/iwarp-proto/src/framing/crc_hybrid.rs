@@ -40,7 +40,7 @@ use std::arch::x86_64::{
 
 /// Inputs shorter than this go to the `crc32c` crate: the joins cost a few
 /// dozen cycles, and the crate's own short loop is as fast below it.
-pub(crate) const MIN_LEN: usize = 1024;
+const MIN_LEN: usize = 1024;
 
 /// Octets folded per loop turn (four 256-bit registers).
 const FOLD_BLOCK: usize = 128;
@@ -178,7 +178,7 @@ fn fold128(lane: __m128i, next: __m128i) -> __m128i {
 }
 
 /// Whether this CPU has what [`append`] uses.
-pub(crate) fn available() -> bool {
+fn available() -> bool {
     // The standard library caches the detection: atomic loads.
     std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("vpclmulqdq")
@@ -187,18 +187,15 @@ pub(crate) fn available() -> bool {
 }
 
 /// Appends `bytes` to a CRC32c value as the `crc32c` crate's
-/// `crc32c_append` does (`crc` is a finished CRC value, 0 for none).
-///
-/// # Panics
-///
-/// Debug builds assert that [`available`] holds; callers check it.
+/// `crc32c_append` does (`crc` is a finished CRC value, 0 for none): with
+/// the interleaved loop when the input is long enough and the CPU has
+/// what it uses, with the crate otherwise.
 pub(crate) fn append(crc: u32, bytes: &[u8]) -> u32 {
-    debug_assert!(available());
-    if bytes.len() < MIN_LEN {
+    if bytes.len() < MIN_LEN || !available() {
         return crc32c::crc32c_append(crc, bytes);
     }
-    // SAFETY: the CPU has AVX2, VPCLMULQDQ, PCLMULQDQ and SSE4.2: callers
-    // check `available()` (asserted above in debug builds).
+    // SAFETY: `available()` has just confirmed AVX2, VPCLMULQDQ, PCLMULQDQ
+    // and SSE4.2, the features `interleaved` is compiled for.
     let (state, tail) = unsafe { interleaved(!crc, bytes) };
     crc32c::crc32c_append(!state, tail)
 }
