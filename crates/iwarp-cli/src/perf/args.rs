@@ -120,6 +120,12 @@ pub struct PerfArgs {
     #[arg(long, value_enum)]
     pub placement: Option<PlacementMode>,
 
+    /// Posts closer together than this many microseconds share system calls: a post soon after
+    /// one that wrote leaves its octets to the next such post or to the connection's writer
+    /// task. 0 makes every post write itself. [default: the library's, 5]
+    #[arg(long = "post-burst", value_name = "MICROSECONDS")]
+    pub post_burst: Option<u32>,
+
     /// Framing under DDP: mpa (with --mpa-rev, --crc, --placement) or ift (with --ift-crc);
     /// --markers applies to both. [default: mpa]
     #[arg(long, value_enum)]
@@ -203,6 +209,7 @@ impl PerfArgs {
             (self.mpa_rev.is_some(), "--mpa-rev"),
             (self.markers.is_some(), "--markers"),
             (self.placement.is_some(), "--placement"),
+            (self.post_burst.is_some(), "--post-burst"),
             (self.framing.is_some(), "--framing"),
             (self.ift_crc.is_some(), "--ift-crc"),
             (self.data_port != 0, "--data-port"),
@@ -282,6 +289,7 @@ impl PerfArgs {
             placement: self.placement.unwrap_or(ProtocolKnobs::default().placement),
             framing: self.framing.unwrap_or_default(),
             ift_crc: self.ift_crc.unwrap_or_default(),
+            post_burst_us: self.post_burst,
         };
         if self.server {
             let shaping = [
@@ -300,6 +308,7 @@ impl PerfArgs {
                 (self.crc.is_some(), "--crc"),
                 (self.markers.is_some(), "--markers"),
                 (self.placement.is_some(), "--placement"),
+                (self.post_burst.is_some(), "--post-burst"),
                 (self.framing.is_some(), "--framing"),
                 (self.ift_crc.is_some(), "--ift-crc"),
                 (self.report_gbits, "--report-gbits"),
@@ -511,6 +520,14 @@ mod tests {
         assert_eq!(s.protocol.mpa_rev, MpaRev::Immediate);
         assert_eq!(s.protocol.crc, CrcMode::Required);
         assert_eq!(s.protocol.markers, Markers::Both);
+        // The library's window for posts in a burst, unless asked for.
+        assert_eq!(spec(&[]).protocol.post_burst_us, None);
+        assert_eq!(spec(&["--post-burst", "0"]).protocol.post_burst_us, Some(0));
+        assert!(parse(&["--post-burst", "-1"]).is_err());
+        assert!(parse(&["--server", "--post-burst", "5"])
+            .unwrap()
+            .resolve()
+            .is_err());
         // The runtime's default placement, unless asked for.
         assert_eq!(spec(&[]).protocol.placement, PlacementMode::Verified);
         assert_eq!(

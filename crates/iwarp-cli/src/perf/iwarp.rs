@@ -124,6 +124,9 @@ fn config(spec: &TestSpec, side: Side) -> Config {
         PlacementMode::Direct => Placement::Direct,
         PlacementMode::Verified => Placement::Verified,
     };
+    if let Some(us) = knobs.post_burst_us {
+        c.post_burst = std::time::Duration::from_micros(u64::from(us));
+    }
     let depth = spec.effective_depth() as usize + SLACK;
     c.send_queue_depth = depth.max(64) * 2;
     c.recv_queue_depth = depth.max(64) * 2;

@@ -315,6 +315,10 @@ pub struct ProtocolKnobs {
     /// IFT's CRC fields; absent from older clients' specs.
     #[serde(default)]
     pub ift_crc: IftCrc,
+    /// The window in which posts share writes, in microseconds (`Config::post_burst`);
+    /// `None`, or absent from older clients' specs, for the library's default.
+    #[serde(default)]
+    pub post_burst_us: Option<u32>,
 }
 
 impl Default for ProtocolKnobs {
@@ -327,6 +331,7 @@ impl Default for ProtocolKnobs {
             placement: PlacementMode::default(),
             framing: FramingMode::default(),
             ift_crc: IftCrc::default(),
+            post_burst_us: None,
         }
     }
 }
