@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use iwarp::{CompletionOpcode, CompletionStatus, Config, QpOptions};
+use iwarp::{CompletionOpcode, CompletionStatus, Config, ProtectionDomain, QpOptions, QueuePair};
 
 /// RDMA Writes of 256 octets each, posted back to back: about 9 KiB on the
 /// wire in all, less than a socket's smallest send buffer (16 KiB), so no
@@ -15,17 +15,30 @@ use iwarp::{CompletionOpcode, CompletionStatus, Config, QpOptions};
 const POSTS: u64 = 32;
 const LEN: usize = 256;
 
-/// Posts `POSTS` Writes without awaiting in between, then waits for their
-/// completions and checks what landed; returns the client's socket writes.
-async fn burst_of_writes(client_cfg: Config) -> u64 {
+/// A connection whose client posts with `post_burst`: (client, server,
+/// client's domain, server's domain).
+async fn pair_bursting(
+    post_burst: Duration,
+) -> (QueuePair, QueuePair, ProtectionDomain, ProtectionDomain) {
+    let cfg = Config {
+        post_burst,
+        ..Config::default()
+    };
     let (cpd, spd) = (new_pd(), new_pd());
-    let (client, _server) = pair_with(
-        &client_cfg,
+    let (client, server) = pair_with(
+        &cfg,
         QpOptions::new(&cpd),
         Config::default(),
         QpOptions::new(&spd),
     )
     .await;
+    (client, server, cpd, spd)
+}
+
+/// Posts `POSTS` Writes without awaiting in between, then waits for their
+/// completions and checks what landed; returns the client's socket writes.
+async fn burst_of_writes(post_burst: Duration) -> u64 {
+    let (client, _server, cpd, spd) = pair_bursting(post_burst).await;
     let total = POSTS as usize * LEN;
     let data = pattern(total, 9);
     let source = region_with(&cpd, data.clone());
@@ -67,13 +80,9 @@ async fn burst_of_writes(client_cfg: Config) -> u64 {
 // awaits, so the posts after the first can only be written by it.
 #[tokio::test]
 async fn a_burst_of_posts_shares_writes_and_loses_none() {
-    let cfg = Config {
-        // Wide enough that no post of the burst comes after it, however
-        // slow the build: the grouping is then certain.
-        post_burst: Duration::from_secs(60),
-        ..Config::default()
-    };
-    let writes = burst_of_writes(cfg).await;
+    // Wide enough that no post of the burst comes after it, however slow
+    // the build: the grouping is then certain.
+    let writes = burst_of_writes(Duration::from_secs(60)).await;
     // The first post writes itself; the writer takes the others in as
     // few writes as the socket's room allows; the Read is one more.
     assert!(
@@ -84,11 +93,7 @@ async fn a_burst_of_posts_shares_writes_and_loses_none() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_window_every_post_writes_itself() {
-    let cfg = Config {
-        post_burst: Duration::ZERO,
-        ..Config::default()
-    };
-    let writes = burst_of_writes(cfg).await;
+    let writes = burst_of_writes(Duration::ZERO).await;
     // No post finds the socket full (see `POSTS`) and hands over: one
     // write each, and the Read's.
     assert_eq!(writes, POSTS + 1);
@@ -98,18 +103,7 @@ async fn without_a_window_every_post_writes_itself() {
 // gone, so the post must deliver its own completion (a flush error).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_after_the_end_completes_within_the_window() {
-    let cfg = Config {
-        post_burst: Duration::from_secs(60),
-        ..Config::default()
-    };
-    let (cpd, spd) = (new_pd(), new_pd());
-    let (client, server) = pair_with(
-        &cfg,
-        QpOptions::new(&cpd),
-        Config::default(),
-        QpOptions::new(&spd),
-    )
-    .await;
+    let (client, server, cpd, spd) = pair_bursting(Duration::from_secs(60)).await;
     let source = region_with(&cpd, pattern(LEN, 3));
     let target = region(&spd, LEN);
     // A post that writes opens the window.
