@@ -16,6 +16,7 @@ use std::time::Instant;
 use arrayvec::ArrayVec;
 
 use crate::framing::{Deframer, FeedError, LlpErrorCode, Span, MARKER_LEN};
+use crate::memory::copy::copy_payload;
 use crate::mpa::Placement;
 
 use super::error::{ConnectionError, LossReason};
@@ -235,7 +236,7 @@ impl Connection {
                     Span::Payload(len) => {
                         let k = len.min(left);
                         if marked {
-                            dst[at..at + k].copy_from_slice(&scratch[wire_at..wire_at + k]);
+                            copy_payload(&mut dst[at..at + k], &scratch[wire_at..wire_at + k]);
                         }
                         let r = deframer.push_placed(&dst[at..at + k]);
                         at += k;

@@ -69,6 +69,8 @@ pub(crate) struct Shared {
     tx_wake: Notify,
     /// Wakes those waiting for the connection to end.
     done: Notify,
+    /// `Config::post_burst`.
+    post_burst: Duration,
     pub(crate) send_cq: CompletionQueue,
     pub(crate) recv_cq: CompletionQueue,
     pub(crate) info: ConnectionInfo,
@@ -89,8 +91,6 @@ pub(crate) struct Inner {
     started: Instant,
     /// When a post last wrote to the socket itself.
     last_post_write: Option<Instant>,
-    /// `Config::post_burst`.
-    post_burst: Duration,
     /// System calls that wrote to the socket.
     socket_writes: u64,
 }
@@ -135,12 +135,12 @@ impl Shared {
                 waiters: Waiters::default(),
                 started,
                 last_post_write: None,
-                post_burst: s.post_burst,
                 socket_writes: 0,
             }),
             stream: s.stream,
             tx_wake: Notify::new(),
             done: Notify::new(),
+            post_burst: s.post_burst,
             send_cq: s.send_cq,
             recv_cq: s.recv_cq,
             info,
@@ -183,11 +183,11 @@ impl Shared {
         // Once the write side is closed the writer task has ended (or is
         // ending): a post's completion, a flush error then, is delivered
         // here.
-        let defer = !inner.post_burst.is_zero()
+        let defer = !self.post_burst.is_zero()
             && !inner.conn.is_write_closed()
             && inner
                 .last_post_write
-                .is_some_and(|t| t.elapsed() < inner.post_burst);
+                .is_some_and(|t| t.elapsed() < self.post_burst);
         if defer {
             self.tx_wake.notify_one();
         } else {

@@ -62,6 +62,18 @@ pub(crate) enum ReadStep {
     Done,
 }
 
+impl ReadStep {
+    /// A read that brought octets: [`ReadStep::Drained`] if it took all
+    /// the socket had, [`ReadStep::More`] otherwise.
+    fn after_octets(drained: bool) -> Self {
+        if drained {
+            Self::Drained
+        } else {
+            Self::More
+        }
+    }
+}
+
 /// The staging buffer and the receive counters of a connection.
 #[derive(Debug)]
 pub(crate) struct RxPath {
@@ -180,11 +192,7 @@ impl RxPath {
                     let len = (2 * self.staging.len()).min(self.max_len);
                     self.staging.resize(len, 0);
                 }
-                if drained {
-                    ReadStep::Drained
-                } else {
-                    ReadStep::More
-                }
+                ReadStep::after_octets(drained)
             }
             Err(e) => read_error(conn, &e),
         }
@@ -245,11 +253,7 @@ impl RxPath {
                 self.end = r.tail;
                 self.octets += r.octets as u64;
                 self.direct_octets += r.placed as u64;
-                if drained {
-                    ReadStep::Drained
-                } else {
-                    ReadStep::More
-                }
+                ReadStep::after_octets(drained)
             }
             Err(e) => read_error(conn, &e),
         }
