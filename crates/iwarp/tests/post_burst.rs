@@ -121,3 +121,57 @@ async fn a_post_after_the_end_completes_within_the_window() {
     assert_eq!(c.wr_id, 2, "{c:?}");
     assert_eq!(c.status, CompletionStatus::FlushError, "{c:?}");
 }
+
+// A receive has nothing to write: posted between two Writes of a burst, it
+// neither writes what the burst left behind nor loses it.
+#[tokio::test]
+async fn receives_in_a_burst_leave_its_octets_to_the_writer() {
+    let (client, _server, cpd, spd) = pair_bursting(Duration::from_secs(60)).await;
+    let data = pattern(2 * LEN, 5);
+    let source = region_with(&cpd, data.clone());
+    let target = region(&spd, 2 * LEN);
+    let inbox = region(&cpd, LEN);
+    let writes_before = client.stats().socket_writes;
+    for i in 0..2u64 {
+        let at = i as usize * LEN;
+        client
+            .rdma_write(
+                i,
+                source.sge(at..at + LEN).unwrap(),
+                target.remote_key().slice(at as u64, LEN as u32).unwrap(),
+            )
+            .unwrap();
+        client.post_recv(10 + i, inbox.sge(..).unwrap()).unwrap();
+    }
+    // The first Write wrote itself; the second waits for the writer task,
+    // which cannot run before this test awaits (one thread).
+    assert_eq!(client.stats().socket_writes - writes_before, 1);
+    for i in 0..2u64 {
+        let c = next_send(&client).await;
+        assert_eq!((c.wr_id, c.status), (i, CompletionStatus::Success), "{c:?}");
+    }
+    assert_eq!(client.stats().socket_writes - writes_before, 2);
+    within("the Writes to land", async {
+        while target.to_vec() != data {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+}
+
+// A receive posted after the connection ended completes at once, with a
+// flush error: it writes nothing, but what it raised is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receive_after_the_end_completes() {
+    let (client, server, cpd, _spd) = pair_bursting(Duration::from_secs(60)).await;
+    drop(server);
+    within("the client's connection to end", client.closed()).await;
+    let inbox = region(&cpd, LEN);
+    client.post_recv(7, inbox.sge(..).unwrap()).unwrap();
+    let c = next_recv(&client).await;
+    assert_eq!(
+        (c.wr_id, c.status),
+        (7, CompletionStatus::FlushError),
+        "{c:?}"
+    );
+}

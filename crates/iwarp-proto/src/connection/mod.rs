@@ -434,6 +434,11 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Whether [`Connection::poll_event`] has something to return.
+    pub fn has_event(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     // ------------------------------------------------------ internals
 
     /// Records the first reason the connection stopped.

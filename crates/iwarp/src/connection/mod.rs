@@ -172,14 +172,25 @@ impl Shared {
         r
     }
 
-    /// Runs the post `f` on the connection. Like [`Shared::with_engine`],
-    /// the post writes to the socket itself, unless a post did less than
+    /// Runs the post `f` on the connection; `f` also says whether it
+    /// posted a send-queue request. Like [`Shared::with_engine`], the post
+    /// writes to the socket itself, unless a post did less than
     /// `Config::post_burst` ago: then its octets wait for the next post
     /// that writes or for the writer task, whichever comes first, so that
     /// a burst of posts goes out in a few writes instead of one each.
-    pub(crate) fn post_with_engine<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+    /// Receives alone have nothing to write: they leave octets deferred
+    /// by an earlier post where they are and do not read the clock.
+    pub(crate) fn post_with_engine<R>(&self, f: impl FnOnce(&mut Inner) -> (R, bool)) -> R {
         let mut inner = self.lock();
-        let r = f(&mut inner);
+        let (r, transmits) = f(&mut inner);
+        if !transmits {
+            // What a receive may raise (a flush error on a closed
+            // connection) is delivered now.
+            if inner.conn.has_event() {
+                self.after_engine_handoff(&mut inner);
+            }
+            return r;
+        }
         // Once the write side is closed the writer task has ended (or is
         // ending): a post's completion, a flush error then, is delivered
         // here.
@@ -202,16 +213,18 @@ impl Shared {
         r
     }
 
-    /// Posts one runtime-owned request with `post` (given its id) and
-    /// returns what waits for its completion; a refused post frees the id.
+    /// Posts one runtime-owned request with `post` (given its id; a
+    /// send-queue request if `transmits`) and returns what waits for its
+    /// completion; a refused post frees the id.
     pub(crate) fn post_awaited<E>(
         &self,
+        transmits: bool,
         post: impl FnOnce(&mut Inner, u64) -> Result<(), E>,
     ) -> Result<Awaited<'_>, E> {
         let id = self.post_with_engine(|inner| {
             let id = inner.waiters.register();
-            post(inner, id).inspect_err(|_| inner.waiters.cancel(id))?;
-            Ok(id)
+            let posted = post(inner, id).inspect_err(|_| inner.waiters.cancel(id));
+            (posted.map(|()| id), transmits)
         })?;
         Ok(Awaited {
             shared: self,
