@@ -835,14 +835,23 @@ impl IwarpServerConn {
             self.recvs_posted -= 1;
             tally.bytes += u64::from(c.byte_len);
             tally.messages += 1;
-            self.top_up(4)?;
+            // The receives that keep 4 posted and the pong, in one list.
+            let missing = 4usize.saturating_sub(self.recvs_posted);
+            let recv = self
+                .buf
+                .sge(..)
+                .map_err(post_err("describing the receive buffer"))?;
             let sge = self
                 .buf
                 .sge(..size)
                 .map_err(post_err("describing the pong"))?;
             self.qp
-                .post_send(1, sge)
-                .map_err(post_err("sending a pong"))?;
+                .post_list(|list| {
+                    (0..missing).try_for_each(|_| list.post_recv(0, recv))?;
+                    list.post_send(1, sge)
+                })
+                .map_err(post_err("sending a pong and its receives"))?;
+            self.recvs_posted += missing;
             while let Some(c) = self.qp.send_cq().poll() {
                 check(&c, "pong")?;
             }
