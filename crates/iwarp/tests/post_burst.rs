@@ -7,7 +7,10 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use iwarp::{CompletionOpcode, CompletionStatus, Config, ProtectionDomain, QpOptions, QueuePair};
+use iwarp::{
+    CompletionOpcode, CompletionStatus, Config, MemoryRegion, ProtectionDomain, QpOptions,
+    QueuePair,
+};
 
 /// RDMA Writes of 256 octets each, posted back to back: about 9 KiB on the
 /// wire in all, less than a socket's smallest send buffer (16 KiB), so no
@@ -35,6 +38,19 @@ async fn pair_bursting(
     (client, server, cpd, spd)
 }
 
+/// Posts RDMA Write `i`: slot `i` (`LEN` octets) of `source` to the same
+/// slot of `target`.
+fn post_slot_write(client: &QueuePair, source: &MemoryRegion, target: &MemoryRegion, i: u64) {
+    let at = i as usize * LEN;
+    client
+        .rdma_write(
+            i,
+            source.sge(at..at + LEN).unwrap(),
+            target.remote_key().slice(at as u64, LEN as u32).unwrap(),
+        )
+        .unwrap();
+}
+
 /// Posts `POSTS` Writes without awaiting in between, then waits for their
 /// completions and checks what landed; returns the client's socket writes.
 async fn burst_of_writes(post_burst: Duration) -> u64 {
@@ -45,14 +61,7 @@ async fn burst_of_writes(post_burst: Duration) -> u64 {
     let target = region(&spd, total);
     let writes_before = client.stats().socket_writes;
     for i in 0..POSTS {
-        let at = i as usize * LEN;
-        client
-            .rdma_write(
-                i,
-                source.sge(at..at + LEN).unwrap(),
-                target.remote_key().slice(at as u64, LEN as u32).unwrap(),
-            )
-            .unwrap();
+        post_slot_write(&client, &source, &target, i);
     }
     for i in 0..POSTS {
         let c = next_send(&client).await;
@@ -133,14 +142,7 @@ async fn receives_in_a_burst_leave_its_octets_to_the_writer() {
     let inbox = region(&cpd, LEN);
     let writes_before = client.stats().socket_writes;
     for i in 0..2u64 {
-        let at = i as usize * LEN;
-        client
-            .rdma_write(
-                i,
-                source.sge(at..at + LEN).unwrap(),
-                target.remote_key().slice(at as u64, LEN as u32).unwrap(),
-            )
-            .unwrap();
+        post_slot_write(&client, &source, &target, i);
         client.post_recv(10 + i, inbox.sge(..).unwrap()).unwrap();
     }
     // The first Write wrote itself; the second waits for the writer task,
