@@ -1,8 +1,9 @@
 //! The registry that maps STags to regions.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+
+use rustc_hash::FxHashMap;
 
 use super::region::Registration;
 use super::stag_allocator::StagAllocator;
@@ -74,8 +75,11 @@ impl RegionSpec {
 #[derive(Debug)]
 struct Registry {
     /// The live registrations by STag index: memory in proportion to
-    /// them, whatever indices they hold.
-    by_index: HashMap<u32, Arc<Registration>>,
+    /// them, whatever indices they hold. Hashed by `FxHash`, not SipHash:
+    /// the indices come from the allocator's keyed permutation, so they
+    /// are spread already, and a peer names STags to look up but never
+    /// chooses what is inserted, so it cannot crowd a bucket.
+    by_index: FxHashMap<u32, Arc<Registration>>,
     stags: StagAllocator,
 }
 
@@ -133,7 +137,7 @@ impl MemoryTable {
     fn with_key(key: [u8; 16]) -> Self {
         Self {
             registry: RwLock::new(Registry {
-                by_index: HashMap::new(),
+                by_index: FxHashMap::default(),
                 stags: StagAllocator::new(key),
             }),
             next_pd: AtomicU32::new(1),
