@@ -24,7 +24,7 @@ use super::fpdu::{pad_len, CRC_LEN, MAX_ULPDU_LEN, PAD};
 use super::marker::{self, INTERVAL};
 use super::FramingParams;
 use crate::framing::crc::{self, Crc32c};
-use crate::framing::{Framer, TxError, WireBatch, MARKER_LEN};
+use crate::framing::{Framer, TxError, WireBatch, COPY_PAYLOAD_UP_TO, MARKER_LEN};
 
 /// Frames ULPDUs into FPDUs for one half-connection.
 #[derive(Debug, Clone)]
@@ -107,11 +107,16 @@ impl Framer for FpduTransmitter {
         if ulpdu_len > MAX_ULPDU_LEN {
             return Err(TxError::UlpduTooLong { len: ulpdu_len });
         }
+        // With markers, or when every payload slice is short enough to be
+        // copied, the whole FPDU is one run of the batch's own octets: its
+        // CRC is then one call at the end instead of one per piece.
+        let crc_at_end = self.markers || payload.iter().all(|s| s.len() <= COPY_PAYLOAD_UP_TO);
         let mut w = Writer {
             fpdu_start: batch.control_len(),
             batch,
             offset: self.offset,
             markers: self.markers,
+            crc_at_end,
             crc: Crc32c::new(),
             header_offset: 0,
         };
@@ -134,7 +139,7 @@ impl Framer for FpduTransmitter {
         // A marker right after the pad precedes the CRC field and is
         // covered by it (draft-ietf-rddp-mpa-01 §5.2).
         w.marker_if_due();
-        let crc = match (self.crc, w.markers) {
+        let crc = match (self.crc, w.crc_at_end) {
             (false, _) => [0; 4],
             // Copied: everything the CRC covers is one run of the batch.
             (true, true) => crc::crc32c(w.batch.control_from(w.fpdu_start)).to_le_bytes(),
@@ -177,6 +182,9 @@ struct Writer<'b> {
     markers: bool,
     /// Where this FPDU starts in the batch's own octets.
     fpdu_start: usize,
+    /// The FPDU is copied whole into the batch: its CRC is computed at
+    /// the end, over the batch from `fpdu_start`, not piece by piece.
+    crc_at_end: bool,
     crc: Crc32c,
     header_offset: u64,
 }
@@ -216,9 +224,7 @@ impl Writer<'_> {
 
     /// Octets the batch owns and the CRC covers.
     fn covered(&mut self, bytes: &[u8]) {
-        // Copying (with markers), the CRC is computed at the end, over
-        // the batch from `fpdu_start`, not run by run.
-        if !self.markers {
+        if !self.crc_at_end {
             self.crc.update(bytes);
         }
         self.batch.push_control(bytes);
@@ -233,7 +239,9 @@ impl Writer<'_> {
                 marker::encode(marker::fpdu_ptr(at, header_offset))
             });
         } else {
-            self.crc.update(slice);
+            if !self.crc_at_end {
+                self.crc.update(slice);
+            }
             self.batch.push_payload(index, slice);
             self.offset += slice.len() as u64;
         }
