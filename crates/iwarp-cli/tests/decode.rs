@@ -1001,3 +1001,39 @@ fn placement_view_and_an_ift_hole_crossed() {
     assert_eq!(msns, [1, 3, 4]);
     assert_eq!(of_type(&r, "placeable").len(), 2);
 }
+
+/// A real capture of Linux siw sending an FPDU whose CRC does not cover
+/// its octets (tests/data/siw/README.md): the decoder reports it, with
+/// both values, and shows our client's Terminate for it.
+#[test]
+fn siw_capture_with_a_bad_crc() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/siw/rping-65535-crc-mismatch.pcap");
+    let capture = std::fs::read(&path).expect("the siw capture");
+    let r = decode_json("siw-bad-crc.pcap", &capture, &[]);
+    let pdus = of_type(&r, "pdu");
+    let bad: Vec<_> = pdus
+        .iter()
+        .filter(|p| p["crc"]["status"] == "bad")
+        .collect();
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    let p = bad[0];
+    assert_eq!(p["frame"], 65);
+    assert_eq!(p["src"], "127.0.0.1:27960");
+    assert_eq!(p["offset"], 49596);
+    assert_eq!(p["crc"]["received"], "0x2d2c75e5");
+    assert_eq!(p["crc"]["computed"], "0x2054c478");
+    assert_eq!(p["rdmap"]["name"], "RDMA Write");
+    assert_eq!(p["payload_len"], 1436);
+    // Our client's answer: a Terminate for an LLP CRC error.
+    let term: Vec<_> = pdus
+        .iter()
+        .filter(|p| p["rdmap"]["name"] == "Terminate")
+        .collect();
+    assert_eq!(term.len(), 1);
+    assert_eq!(term[0]["src"], "127.0.0.1:38818");
+    assert_eq!(term[0]["frame"], 66);
+    assert_eq!(term[0]["rdmap"]["terminate"]["layer_name"], "LLP");
+    assert_eq!(term[0]["rdmap"]["terminate"]["code"], 2);
+    assert_eq!(summary(&r)["errors"]["crc"], 1);
+}
