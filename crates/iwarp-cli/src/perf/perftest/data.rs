@@ -42,6 +42,12 @@ pub struct Data {
     /// `ib_send_bw`: this end's credit words (`qps` to send from, then `qps` the peer
     /// writes into).
     pub credit: Option<MemoryRegion>,
+    /// `ib_send_bw`: words in each queue pair's ring of outgoing credits. A credit Write
+    /// goes out from its own word, which nothing changes until the Write completes: its
+    /// octets may be taken from the region after the next credit is counted (posts in a
+    /// burst share writes), and a word rewritten in between would send the later count
+    /// twice. At most this many credit Writes of one queue pair are outstanding.
+    pub credit_ring: u64,
     /// Octets per slot: `BUFF_SIZE` of the largest size.
     pub slot: u64,
     /// The cycle buffer both ends settled on.
@@ -137,8 +143,12 @@ impl Data {
                 },
             )
             .map_err(|e| PerfError::iwarp("registering the test buffer", e))?;
+        let credit_ring = u64::from(params.tx_depth.max(1));
         let credit = if params.test == TestKind::Send && params.measure == Measure::Bw {
-            let words = usize::try_from(2 * n * wire::CREDIT_LEN as u64).unwrap_or(usize::MAX);
+            // The words perftest lays out (ours, then the peer's), then a ring of
+            // `credit_ring` words per queue pair that our credit Writes go out from.
+            let words = (2 + credit_ring) * n * wire::CREDIT_LEN as u64;
+            let words = usize::try_from(words).unwrap_or(usize::MAX);
             Some(
                 pd.register_with(
                     vec![0; words],
@@ -178,6 +188,7 @@ impl Data {
             recv_cq,
             region,
             credit,
+            credit_ring,
             slot,
             cycle,
             cache_line,
@@ -275,22 +286,27 @@ impl Data {
         })
     }
 
-    /// `ib_send_bw`: forgets the credits of the previous size (perftest zeroes them).
+    /// `ib_send_bw`: forgets the credits of the previous size (perftest zeroes them):
+    /// the words the peer writes, not the ring ours go out from.
     pub fn reset_credits(&self) {
         if let Some(c) = &self.credit {
             let n = self.len() * wire::CREDIT_LEN;
-            c.write_with(|b| b[n..].fill(0));
+            c.write_with(|b| b[n..2 * n].fill(0));
         }
     }
 
-    /// `ib_send_bw` receiver: puts `count` in queue pair `qp`'s outgoing credit word and
-    /// returns it and the peer's credit word to write it to.
-    pub fn credit_to_send(&self, qp: usize, count: u32) -> Result<(Sge, RemoteKey)> {
+    /// `ib_send_bw` receiver: puts `count` in the outgoing credit word of queue pair
+    /// `qp`'s credit number `seq` (counted from 0; with fewer than `credit_ring` of them
+    /// outstanding, its word is free) and returns it and the peer's credit word to write
+    /// it to.
+    pub fn credit_to_send(&self, qp: usize, seq: u64, count: u32) -> Result<(Sge, RemoteKey)> {
         let c = self
             .credit
             .as_ref()
             .ok_or_else(|| PerfError::Internal("no credit words".into()))?;
-        let at = qp * wire::CREDIT_LEN;
+        let ring = self.credit_ring as usize;
+        let word = 2 * self.len() + qp * ring + (seq % self.credit_ring) as usize;
+        let at = word * wire::CREDIT_LEN;
         c.copy_from(at, &wire::encode_credit(count))
             .map_err(|e| PerfError::iwarp("writing a credit", e))?;
         let sge = c

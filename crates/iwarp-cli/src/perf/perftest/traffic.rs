@@ -17,6 +17,7 @@
 //! memory yields to the runtime between looks (the connection tasks share the cores) and
 //! falls back to short sleeps once the peer has been quiet for a while.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -350,6 +351,7 @@ pub async fn bw_server_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures
     let mut received = vec![0u64; q];
     let mut posted = vec![rx_depth; q];
     let mut credits_out = vec![0u64; q];
+    let mut credits_sent = vec![0u64; q];
     let mut count = 0u64;
     let mut first: Option<Instant> = None;
     let mut window: Option<Window> = None;
@@ -390,17 +392,19 @@ pub async fn bw_server_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures
                 posted[i] += 1;
             }
             if (received[i] % rx_depth).is_multiple_of(credit_every) {
-                while credits_out[i] >= u64::from(p.tx_depth) {
+                // Also keeps a free word in the credit ring (`Data::credit_ring`).
+                while credits_out[i] >= d.credit_ring {
                     let c = next(&d.send_cq, "waiting for credit Writes to complete").await?;
                     check(&c, &d.qps, "a credit Write failed")?;
                     let j = (c.wr_id & 0xffff_ffff) as usize;
                     credits_out[j.min(q - 1)] -= 1;
                 }
-                let (sge, remote) = d.credit_to_send(i, received[i] as u32)?;
+                let (sge, remote) = d.credit_to_send(i, credits_sent[i], received[i] as u32)?;
                 d.qps[i]
                     .rdma_write(CREDIT_WR | i as u64, sge, remote)
                     .map_err(|e| PerfError::iwarp("posting a credit Write", e))?;
                 credits_out[i] += 1;
+                credits_sent[i] += 1;
             }
         }
         while let Some(c) = d.send_cq.poll() {
@@ -442,6 +446,10 @@ pub async fn bw_both_ways_send(d: &Data, p: &Params, size: u64) -> Result<BwFigu
     let rx_depth = u64::from(p.rx_depth);
     let credit_every = u64::from((p.rx_depth / 3).max(1));
     let (mut scnt, mut ccnt, mut scredit) = (vec![0u64; q], vec![0u64; q], vec![0u64; q]);
+    // Credits counted while the ring had no free word (`Data::credit_ring`): sent, with
+    // the count they were due with, as soon as one is free.
+    let mut credits_due: Vec<VecDeque<u32>> = vec![VecDeque::new(); q];
+    let mut credits_sent = vec![0u64; q];
     let (mut received, mut posted) = (vec![0u64; q], vec![rx_depth; q]);
     let (mut done, mut got) = (0u64, 0u64);
     // perftest forgets the credits of the previous size (its `credit_buf[j] = 0`).
@@ -459,6 +467,19 @@ pub async fn bw_both_ways_send(d: &Data, p: &Params, size: u64) -> Result<BwFigu
     }
     let over = |w: &Option<Window>| w.is_some_and(|w| w.over());
     loop {
+        for i in 0..q {
+            while scredit[i] < d.credit_ring {
+                let Some(count) = credits_due[i].pop_front() else {
+                    break;
+                };
+                let (sge, remote) = d.credit_to_send(i, credits_sent[i], count)?;
+                d.qps[i]
+                    .rdma_write(CREDIT_WR | i as u64, sge, remote)
+                    .map_err(|e| PerfError::iwarp("posting a credit Write", e))?;
+                scredit[i] += 1;
+                credits_sent[i] += 1;
+            }
+        }
         let finished = if p.duration() {
             over(&window)
         } else {
@@ -520,11 +541,8 @@ pub async fn bw_both_ways_send(d: &Data, p: &Params, size: u64) -> Result<BwFigu
                     posted[i] += 1;
                 }
                 if (received[i] % rx_depth) % credit_every == 0 {
-                    let (sge, remote) = d.credit_to_send(i, received[i] as u32)?;
-                    d.qps[i]
-                        .rdma_write(CREDIT_WR | i as u64, sge, remote)
-                        .map_err(|e| PerfError::iwarp("posting a credit Write", e))?;
-                    scredit[i] += 1;
+                    // Posted at the loop's top, in order, once the ring has room.
+                    credits_due[i].push_back(received[i] as u32);
                 }
             }
             Event::Sent(c) => {
