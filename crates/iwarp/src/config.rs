@@ -99,6 +99,12 @@ pub struct Config {
     /// about 4 times faster on loopback with the default of 5 µs; posts
     /// further apart than that (a ping-pong) write at once, as before.
     /// Zero makes every post write itself.
+    ///
+    /// A request's source octets are read when they are written, which
+    /// may be after the post returns: as with verbs, do not change them
+    /// until the request completes. (`iwarp perf`'s perftest mode once
+    /// rewrote a credit word before its Write had gone out, and sent one
+    /// count twice.) Receives alone have nothing to write and never wait.
     pub post_burst: Duration,
     /// Send-queue work requests outstanding at most.
     pub send_queue_depth: usize,
