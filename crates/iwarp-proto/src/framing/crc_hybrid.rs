@@ -1,5 +1,7 @@
-//! CRC32c of long inputs on x86-64 CPUs with AVX2 and VPCLMULQDQ but no
-//! AVX-512: carry-less folding and CRC32 instructions, interleaved.
+//! CRC32c on x86-64 CPUs without AVX-512: for long inputs, where AVX2 and
+//! VPCLMULQDQ exist, carry-less folding and CRC32 instructions
+//! interleaved; for short ones (the FPDUs of small messages), one plain
+//! stream of 8-octet CRC32 instructions.
 //!
 //! On such a CPU (the project's AMD EPYC VM) each of the two ways alone
 //! runs at about the same speed: the `crc32c` crate's three CRC32
@@ -35,8 +37,16 @@
 use std::arch::x86_64::{
     __m128i, __m256i, _mm256_castsi256_si128, _mm256_clmulepi64_epi128, _mm256_extracti128_si256,
     _mm256_loadu_si256, _mm256_set_epi64x, _mm256_xor_si256, _mm_clmulepi64_si128, _mm_crc32_u64,
-    _mm_cvtsi128_si64, _mm_cvtsi64_si128, _mm_extract_epi64, _mm_set_epi64x, _mm_xor_si128,
+    _mm_crc32_u8, _mm_cvtsi128_si64, _mm_cvtsi64_si128, _mm_extract_epi64, _mm_set_epi64x,
+    _mm_xor_si128,
 };
+
+/// Inputs shorter than this take [`serial`]: the `crc32c` crate first
+/// walks octet by octet to an 8-octet boundary and has fixed costs that
+/// dominate short inputs (18.3 ns for 84 octets here, 7.1 for the plain
+/// loop; 65.7 against 49.8 for 512). From 768 octets its three streams
+/// win (1000 octets: 89 against 115 ns).
+const SERIAL_BELOW: usize = 768;
 
 /// Inputs shorter than this go to the `crc32c` crate: the joins cost a few
 /// dozen cycles, and the crate's own short loop is as fast below it.
@@ -188,9 +198,14 @@ fn available() -> bool {
 
 /// Appends `bytes` to a CRC32c value as the `crc32c` crate's
 /// `crc32c_append` does (`crc` is a finished CRC value, 0 for none): with
-/// the interleaved loop when the input is long enough and the CPU has
-/// what it uses, with the crate otherwise.
+/// the serial loop when the input is short, the interleaved loop when it
+/// is long enough and the CPU has what it uses, the crate otherwise.
 pub(crate) fn append(crc: u32, bytes: &[u8]) -> u32 {
+    if bytes.len() < SERIAL_BELOW && std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: SSE4.2, the one feature `serial` is compiled for, has
+        // just been detected.
+        return unsafe { serial(crc, bytes) };
+    }
     if bytes.len() < MIN_LEN || !available() {
         return crc32c::crc32c_append(crc, bytes);
     }
@@ -198,6 +213,25 @@ pub(crate) fn append(crc: u32, bytes: &[u8]) -> u32 {
     // and SSE4.2, the features `interleaved` is compiled for.
     let (state, tail) = unsafe { interleaved(!crc, bytes) };
     crc32c::crc32c_append(!state, tail)
+}
+
+/// `append` for short inputs: one CRC32 instruction per 8 octets, loaded
+/// unaligned, then one per octet left.
+#[target_feature(enable = "sse4.2")]
+fn serial(crc: u32, bytes: &[u8]) -> u32 {
+    let mut state = u64::from(!crc);
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        state = _mm_crc32_u64(state, u64::from_le_bytes(w));
+    }
+    // The instruction leaves the state in the low 32 bits.
+    let mut state = state as u32;
+    for &octet in words.remainder() {
+        state = _mm_crc32_u8(state, octet);
+    }
+    !state
 }
 
 /// The raw CRC state after `bytes` from raw state `state`, over all of
@@ -308,6 +342,26 @@ mod tests {
         for len in (0..2000).chain(16_000..bytes.len()) {
             let slice = &bytes[..len];
             assert_eq!(append(0, slice), crc32c::crc32c(slice), "length {len}");
+        }
+    }
+
+    #[test]
+    fn the_serial_loop_agrees_with_the_crate_at_every_short_length() {
+        if !std::arch::is_x86_feature_detected!("sse4.2") {
+            return;
+        }
+        let bytes = data(SERIAL_BELOW + 64, 11);
+        for start in 0..9 {
+            for len in 0..SERIAL_BELOW.min(bytes.len() - start) {
+                let slice = &bytes[start..start + len];
+                for crc in [0, 0xdead_beef] {
+                    assert_eq!(
+                        append(crc, slice),
+                        crc32c::crc32c_append(crc, slice),
+                        "start {start}, length {len}, crc {crc:#x}"
+                    );
+                }
+            }
         }
     }
 
