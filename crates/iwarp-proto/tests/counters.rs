@@ -382,3 +382,48 @@ fn the_rtr_and_the_hold_are_reported_once() {
     assert_eq!((a.pdus_sent, a.octets_sent), (1, fpdu(TAGGED)));
     assert_eq!((b.messages.sends_sent, a.messages.sends_received), (1, 1));
 }
+
+const RW_RR: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_READ);
+
+/// `send_queue_posted` counts accepted Sends, Writes and Reads, and
+/// nothing else: a runtime reads from it whether a post left anything to
+/// transmit (receives never do; a refused post queued nothing).
+#[test]
+fn send_queue_posted_counts_accepted_send_queue_requests_only() {
+    let mut pair = ConnPair::mpa(34, PLAIN, Placement::Verified, [Reading::Staged; 2]);
+    let out = pair.a.region(64, Access::LOCAL_WRITE, 1);
+    let inbox = pair.a.region(64, Access::LOCAL_WRITE, 0);
+    let sink = pair.a.region(64, Access::LOCAL_WRITE | Access::REMOTE_WRITE, 0);
+    let remote = pair.b.region(64, RW_RR, 0);
+    let posted = |end: &End| end.conn.qp().send_queue_posted();
+    assert_eq!(posted(&pair.a), 0);
+    pair.a.recv(1, inbox.sge(0, 64));
+    assert_eq!(posted(&pair.a), 0, "a receive is no send-queue request");
+    pair.a.send(2, out.sge(0, 64));
+    assert_eq!(posted(&pair.a), 1);
+    pair.a
+        .conn
+        .rdma_write(3, out.sge(0, 64), remote.stag, remote.base_to)
+        .expect("Write posted");
+    pair.a
+        .conn
+        .rdma_read(4, sink.sge(0, 64), remote.stag, remote.base_to)
+        .expect("Read posted");
+    assert_eq!(posted(&pair.a), 3);
+    let unknown = STag(out.stag.0 ^ 0xffff_ff00);
+    let refused = pair.a.conn.post_send(
+        5,
+        iwarp_proto::rdmap::Sge {
+            stag: unknown,
+            to: 0,
+            len: 8,
+        },
+        iwarp_proto::rdmap::SendFlags::default(),
+    );
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(posted(&pair.a), 3, "a refused post queued nothing");
+    pair.drive();
+    assert_eq!(posted(&pair.a), 3, "completions do not change it");
+}

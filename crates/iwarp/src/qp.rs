@@ -78,8 +78,6 @@ pub struct QpStats {
 #[derive(Debug)]
 pub struct PostList<'a> {
     inner: &'a mut Inner,
-    /// A send-queue request was posted: the list may have octets to write.
-    transmits: bool,
 }
 
 impl PostList<'_> {
@@ -95,7 +93,6 @@ impl PostList<'_> {
 
     /// See [`QueuePair::post_send_with`].
     pub fn post_send_with(&mut self, wr_id: u64, sge: Sge, flags: SendFlags) -> Result<(), Error> {
-        self.transmits = true;
         self.inner
             .conn
             .post_send(wr_id, sge, flags)
@@ -104,7 +101,6 @@ impl PostList<'_> {
 
     /// See [`QueuePair::rdma_write`].
     pub fn rdma_write(&mut self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
-        self.transmits = true;
         self.inner
             .conn
             .rdma_write(wr_id, sge, remote.stag, remote.addr)
@@ -113,7 +109,6 @@ impl PostList<'_> {
 
     /// See [`QueuePair::rdma_read`].
     pub fn rdma_read(&mut self, wr_id: u64, sge: Sge, remote: RemoteKey) -> Result<(), Error> {
-        self.transmits = true;
         self.inner
             .conn
             .rdma_read(wr_id, sge, remote.stag, remote.addr)
@@ -202,14 +197,8 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn post_list<R>(&self, f: impl FnOnce(&mut PostList<'_>) -> R) -> R {
-        self.shared().post_with_engine(|inner| {
-            let mut list = PostList {
-                inner,
-                transmits: false,
-            };
-            let r = f(&mut list);
-            (r, list.transmits)
-        })
+        self.shared()
+            .post_with_engine(|inner| f(&mut PostList { inner }))
     }
 
     /// Posts a receive buffer for an incoming Send. iWARP has no
@@ -242,14 +231,12 @@ impl QueuePair {
         self.post_list(|l| l.rdma_read(wr_id, sge, remote))
     }
 
-    /// Posts one runtime-owned request (a send-queue one if `transmits`)
-    /// and waits for its completion.
+    /// Posts one runtime-owned request and waits for its completion.
     async fn run(
         &self,
-        transmits: bool,
         f: impl FnOnce(&mut Inner, u64) -> Result<(), PostError>,
     ) -> Result<Completion, Error> {
-        match self.shared().post_awaited(transmits, f)?.await {
+        match self.shared().post_awaited(f)?.await {
             Some(c) if c.status == CompletionStatus::Success => Ok(c),
             Some(c) => Err(Error::Completion(c)),
             None => Err(Error::Connection(
@@ -266,30 +253,25 @@ impl QueuePair {
     /// Sends `sge` with Solicited Event and/or Invalidate and waits until
     /// the Send is complete.
     pub async fn send_with(&self, sge: Sge, flags: SendFlags) -> Result<Completion, Error> {
-        self.run(true, |i, id| i.conn.post_send(id, sge, flags))
-            .await
+        self.run(|i, id| i.conn.post_send(id, sge, flags)).await
     }
 
     /// Posts `sge` as a receive buffer and waits for a Send to fill it.
     pub async fn recv(&self, sge: Sge) -> Result<Completion, Error> {
-        self.run(false, |i, id| i.conn.post_recv(id, sge)).await
+        self.run(|i, id| i.conn.post_recv(id, sge)).await
     }
 
     /// RDMA-Writes `sge` to `remote` and waits until the Write is complete.
     pub async fn write(&self, sge: Sge, remote: RemoteKey) -> Result<Completion, Error> {
-        self.run(true, |i, id| {
-            i.conn.rdma_write(id, sge, remote.stag, remote.addr)
-        })
-        .await
+        self.run(|i, id| i.conn.rdma_write(id, sge, remote.stag, remote.addr))
+            .await
     }
 
     /// RDMA-Reads `sge.len` octets from `remote` into `sge` and waits until
     /// they are placed.
     pub async fn read(&self, sge: Sge, remote: RemoteKey) -> Result<Completion, Error> {
-        self.run(true, |i, id| {
-            i.conn.rdma_read(id, sge, remote.stag, remote.addr)
-        })
-        .await
+        self.run(|i, id| i.conn.rdma_read(id, sge, remote.stag, remote.addr))
+            .await
     }
 
     /// Closes the connection gracefully: work already posted finishes (and

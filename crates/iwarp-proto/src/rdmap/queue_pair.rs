@@ -209,6 +209,13 @@ impl QueuePair {
     /// the largest Terminate payload.
     pub const MIN_MULPDU: usize = UNTAGGED_HEADER_LEN + TERMINATE_MAX_LEN;
 
+    /// Send-queue requests (Sends, RDMA Writes, RDMA Reads) posted over
+    /// the queue pair's life, accepted ones only: a runtime tells by it
+    /// whether a post left anything to transmit.
+    pub fn send_queue_posted(&self) -> u64 {
+        self.sq_base + self.sq_slots.len() as u64
+    }
+
     /// The next completion, in order per queue.
     pub fn poll_completion(&mut self) -> Option<Completion> {
         self.completions.pop_front()

@@ -172,18 +172,19 @@ impl Shared {
         r
     }
 
-    /// Runs the post `f` on the connection; `f` also says whether it
-    /// posted a send-queue request. Like [`Shared::with_engine`], the post
-    /// writes to the socket itself, unless a post did less than
+    /// Runs the post `f` on the connection. Like [`Shared::with_engine`],
+    /// the post writes to the socket itself, unless a post did less than
     /// `Config::post_burst` ago: then its octets wait for the next post
     /// that writes or for the writer task, whichever comes first, so that
     /// a burst of posts goes out in a few writes instead of one each.
-    /// Receives alone have nothing to write: they leave octets deferred
-    /// by an earlier post where they are and do not read the clock.
-    pub(crate) fn post_with_engine<R>(&self, f: impl FnOnce(&mut Inner) -> (R, bool)) -> R {
+    /// A post that queued no send-queue request (receives alone) has
+    /// nothing to write: it leaves octets deferred by an earlier post
+    /// where they are and does not read the clock.
+    pub(crate) fn post_with_engine<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.lock();
-        let (r, transmits) = f(&mut inner);
-        if !transmits {
+        let queued_before = inner.conn.qp().send_queue_posted();
+        let r = f(&mut inner);
+        if inner.conn.qp().send_queue_posted() == queued_before {
             // What a receive may raise (a flush error on a closed
             // connection) is delivered now.
             if inner.conn.has_event() {
@@ -213,18 +214,16 @@ impl Shared {
         r
     }
 
-    /// Posts one runtime-owned request with `post` (given its id; a
-    /// send-queue request if `transmits`) and returns what waits for its
-    /// completion; a refused post frees the id.
+    /// Posts one runtime-owned request with `post` (given its id) and
+    /// returns what waits for its completion; a refused post frees the id.
     pub(crate) fn post_awaited<E>(
         &self,
-        transmits: bool,
         post: impl FnOnce(&mut Inner, u64) -> Result<(), E>,
     ) -> Result<Awaited<'_>, E> {
         let id = self.post_with_engine(|inner| {
             let id = inner.waiters.register();
-            let posted = post(inner, id).inspect_err(|_| inner.waiters.cancel(id));
-            (posted.map(|()| id), transmits)
+            post(inner, id).inspect_err(|_| inner.waiters.cancel(id))?;
+            Ok(id)
         })?;
         Ok(Awaited {
             shared: self,
