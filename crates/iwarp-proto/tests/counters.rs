@@ -395,7 +395,9 @@ fn send_queue_posted_counts_accepted_send_queue_requests_only() {
     let mut pair = ConnPair::mpa(34, PLAIN, Placement::Verified, [Reading::Staged; 2]);
     let out = pair.a.region(64, Access::LOCAL_WRITE, 1);
     let inbox = pair.a.region(64, Access::LOCAL_WRITE, 0);
-    let sink = pair.a.region(64, Access::LOCAL_WRITE | Access::REMOTE_WRITE, 0);
+    let sink = pair
+        .a
+        .region(64, Access::LOCAL_WRITE | Access::REMOTE_WRITE, 0);
     let remote = pair.b.region(64, RW_RR, 0);
     let posted = |end: &End| end.conn.qp().send_queue_posted();
     assert_eq!(posted(&pair.a), 0);

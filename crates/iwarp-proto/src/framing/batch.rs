@@ -95,11 +95,17 @@ impl WireBatch {
         }
     }
 
+    /// Whether [`WireBatch::push_payload`] copies `bytes` into the batch
+    /// (rather than borrowing them).
+    pub(crate) fn copies(bytes: &[u8]) -> bool {
+        bytes.len() <= COPY_PAYLOAD_UP_TO
+    }
+
     /// Appends caller slice `slice`, whose octets are `bytes`, whole:
     /// copied into the batch when it is at most [`COPY_PAYLOAD_UP_TO`]
     /// octets long, else borrowed.
     pub(crate) fn push_payload(&mut self, slice: usize, bytes: &[u8]) {
-        if bytes.len() <= COPY_PAYLOAD_UP_TO {
+        if Self::copies(bytes) {
             self.push_control(bytes);
         } else {
             self.push_slice(slice, 0, bytes.len());

@@ -49,6 +49,7 @@ mod startup;
 
 pub use any::{AnyDeframer, AnyFramer, FramingError};
 pub use batch::WireBatch;
+#[cfg(test)]
 pub(crate) use batch::COPY_PAYLOAD_UP_TO;
 pub(crate) use deframer::payload_due;
 pub use deframer::{receive, Deframer, FramingEvent, Next};

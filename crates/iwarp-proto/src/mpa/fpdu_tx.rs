@@ -24,7 +24,7 @@ use super::fpdu::{pad_len, CRC_LEN, MAX_ULPDU_LEN, PAD};
 use super::marker::{self, INTERVAL};
 use super::FramingParams;
 use crate::framing::crc::{self, Crc32c};
-use crate::framing::{Framer, TxError, WireBatch, COPY_PAYLOAD_UP_TO, MARKER_LEN};
+use crate::framing::{Framer, TxError, WireBatch, MARKER_LEN};
 
 /// Frames ULPDUs into FPDUs for one half-connection.
 #[derive(Debug, Clone)]
@@ -107,10 +107,10 @@ impl Framer for FpduTransmitter {
         if ulpdu_len > MAX_ULPDU_LEN {
             return Err(TxError::UlpduTooLong { len: ulpdu_len });
         }
-        // With markers, or when every payload slice is short enough to be
-        // copied, the whole FPDU is one run of the batch's own octets: its
-        // CRC is then one call at the end instead of one per piece.
-        let crc_at_end = self.markers || payload.iter().all(|s| s.len() <= COPY_PAYLOAD_UP_TO);
+        // With markers, or when the batch copies every payload slice, the
+        // whole FPDU is one run of the batch's own octets: its CRC is then
+        // one call at the end instead of one per piece.
+        let crc_at_end = self.markers || payload.iter().all(|s| WireBatch::copies(s));
         let mut w = Writer {
             fpdu_start: batch.control_len(),
             batch,
