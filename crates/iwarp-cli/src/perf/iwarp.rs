@@ -48,7 +48,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use iwarp::{
     Access, Completion, CompletionQueue, CompletionStatus, Config, Listener, MemoryRegion,
-    Placement, ProtectionDomain, QpOptions, QueuePair, RemoteKey, Revision,
+    Placement, PostList, ProtectionDomain, QpOptions, QueuePair, RemoteKey, Revision,
 };
 
 use super::backend::{Backend, ClientConn, DataListener, ServerConn, Stop};
@@ -771,19 +771,32 @@ impl IwarpServerConn {
     /// Keeps `want` receives (into the whole buffer: benchmark data is
     /// overwritten freely, as perftest does) posted.
     fn top_up(&mut self, want: usize) -> Result<()> {
-        let missing = want.saturating_sub(self.recvs_posted);
-        if missing == 0 {
+        if self.recvs_posted >= want {
             return Ok(());
         }
+        self.top_up_with(want, "posting a receive", |_| Ok(()))
+    }
+
+    /// [`IwarpServerConn::top_up`], then what `then` posts, in one list: one lock for
+    /// the batch, not one per request. `what` names the posting in an error.
+    fn top_up_with(
+        &mut self,
+        want: usize,
+        what: &'static str,
+        then: impl FnOnce(&mut PostList<'_>) -> std::result::Result<(), iwarp::Error>,
+    ) -> Result<()> {
+        let missing = want.saturating_sub(self.recvs_posted);
         let sge = self
             .buf
             .sge(..)
             .map_err(post_err("describing the receive buffer"))?;
-        // One list: one lock for the batch, not one per receive.
         self.qp
-            .post_list(|list| (0..missing).try_for_each(|_| list.post_recv(0, sge)))
-            .map_err(post_err("posting a receive"))?;
-        self.recvs_posted = want;
+            .post_list(|list| {
+                (0..missing).try_for_each(|_| list.post_recv(0, sge))?;
+                then(list)
+            })
+            .map_err(post_err(what))?;
+        self.recvs_posted += missing;
         Ok(())
     }
 
@@ -835,23 +848,13 @@ impl IwarpServerConn {
             self.recvs_posted -= 1;
             tally.bytes += u64::from(c.byte_len);
             tally.messages += 1;
-            // The receives that keep 4 posted and the pong, in one list.
-            let missing = 4usize.saturating_sub(self.recvs_posted);
-            let recv = self
-                .buf
-                .sge(..)
-                .map_err(post_err("describing the receive buffer"))?;
             let sge = self
                 .buf
                 .sge(..size)
                 .map_err(post_err("describing the pong"))?;
-            self.qp
-                .post_list(|list| {
-                    (0..missing).try_for_each(|_| list.post_recv(0, recv))?;
-                    list.post_send(1, sge)
-                })
-                .map_err(post_err("sending a pong and its receives"))?;
-            self.recvs_posted += missing;
+            self.top_up_with(4, "sending a pong and its receives", |list| {
+                list.post_send(1, sge)
+            })?;
             while let Some(c) = self.qp.send_cq().poll() {
                 check(&c, "pong")?;
             }

@@ -341,6 +341,15 @@ pub fn post_receives(d: &Data, p: &Params, size: u64) -> Result<u64> {
     Ok(per_qp)
 }
 
+/// Posts queue pair `i`'s credit Write number `seq`, carrying `count`, from its own word
+/// of the credit ring (`Data::credit_ring`).
+fn post_credit(d: &Data, i: usize, seq: u64, count: u32) -> Result<()> {
+    let (sge, remote) = d.credit_to_send(i, seq, count)?;
+    d.qps[i]
+        .rdma_write(CREDIT_WR | i as u64, sge, remote)
+        .map_err(|e| PerfError::iwarp("posting a credit Write", e))
+}
+
 /// `ib_send_bw` server: receives what the client sends, returning credits, and measures.
 pub async fn bw_server_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures> {
     let q = d.len();
@@ -399,10 +408,7 @@ pub async fn bw_server_send(d: &Data, p: &Params, size: u64) -> Result<BwFigures
                     let j = (c.wr_id & 0xffff_ffff) as usize;
                     credits_out[j.min(q - 1)] -= 1;
                 }
-                let (sge, remote) = d.credit_to_send(i, credits_sent[i], received[i] as u32)?;
-                d.qps[i]
-                    .rdma_write(CREDIT_WR | i as u64, sge, remote)
-                    .map_err(|e| PerfError::iwarp("posting a credit Write", e))?;
+                post_credit(d, i, credits_sent[i], received[i] as u32)?;
                 credits_out[i] += 1;
                 credits_sent[i] += 1;
             }
@@ -472,10 +478,7 @@ pub async fn bw_both_ways_send(d: &Data, p: &Params, size: u64) -> Result<BwFigu
                 let Some(count) = credits_due[i].pop_front() else {
                     break;
                 };
-                let (sge, remote) = d.credit_to_send(i, credits_sent[i], count)?;
-                d.qps[i]
-                    .rdma_write(CREDIT_WR | i as u64, sge, remote)
-                    .map_err(|e| PerfError::iwarp("posting a credit Write", e))?;
+                post_credit(d, i, credits_sent[i], count)?;
                 scredit[i] += 1;
                 credits_sent[i] += 1;
             }
