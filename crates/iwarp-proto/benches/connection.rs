@@ -1,7 +1,15 @@
-//! The protocol engine's cost per small message: 64-octet Send ping-pongs
-//! between two whole `Connection`s (MPA with CRC, verified placement), the
-//! octets handed over in memory. What a latency test pays on top of TCP,
-//! without the sockets, the runtime and the machine's noise.
+//! The protocol engine's cost per message between two whole `Connection`s
+//! (MPA with CRC, verified placement), the octets handed over in memory:
+//! what a test pays on top of TCP, without the sockets, the runtime and the
+//! machine's noise.
+//!
+//! - `send_ping_pong_64B`: 64-octet Send ping-pongs, the latency test's
+//!   engine work per round trip (both ends).
+//! - `bulk/*`: one 64 KiB RDMA Write, Send or RDMA Read from end to end,
+//!   with and without markers, in FPDUs as large as loopback allows and
+//!   as Ethernet's (`_emss1448`): the bandwidth tests' engine work per
+//!   message (both ends; the copy into the "wire" stands in for the
+//!   kernel's, which plain TCP pays too).
 
 #![allow(missing_docs)]
 
@@ -16,62 +24,62 @@ use iwarp_proto::mpa::startup::{Established, Revision, Role};
 use iwarp_proto::mpa::{FramingParams, Placement};
 use iwarp_proto::rdmap::{CompletionStatus, QueuePairConfig, SendFlags, Sge};
 
-const SIZE: u32 = 64;
+const PING_SIZE: u32 = 64;
+const BULK_SIZE: u32 = 64 * 1024;
 
 struct End {
     conn: Connection,
+    /// Source of Sends and Writes, and of the Read Responses it serves.
     out: Sge,
+    /// Target of Sends, Writes and Read Responses.
     inbox: Sge,
     wire: Vec<u8>,
 }
 
 impl End {
-    fn new(role: Role, stream: u64, now: Instant) -> Self {
+    fn new(role: Role, stream: u64, now: Instant, size: u32, markers: bool, emss: usize) -> Self {
         let table = Arc::new(MemoryTable::with_seed(stream));
         let pd = table.alloc_pd();
         let region = |access| {
-            let buffer = MemoryBuffer::new(SIZE as usize);
+            let buffer = MemoryBuffer::new(size as usize);
             let stag = table
                 .register(RegionSpec::whole(pd, buffer, 0, access))
                 .unwrap();
             Sge {
                 stag,
                 to: 0,
-                len: SIZE,
+                len: size,
             }
         };
-        let out = region(Access::empty());
-        let inbox = region(Access::LOCAL_WRITE);
-        let plain = FramingParams {
+        let out = region(Access::REMOTE_READ);
+        let inbox = region(Access::LOCAL_WRITE | Access::REMOTE_WRITE);
+        let framing = FramingParams {
             crc: true,
-            send_markers: false,
-            receive_markers: false,
+            send_markers: markers,
+            receive_markers: markers,
         };
         let established = Established {
             role,
             revision: Some(Revision::Rev2),
-            framing: plain,
+            framing,
             ird_ord: None,
             rtr: None,
             private_data: Vec::new(),
         };
         let qp = QueuePairConfig::new(pd, StreamId(stream));
-        let config = ConnectionConfig::mpa(&established, Placement::Verified, qp);
+        let mut config = ConnectionConfig::mpa(&established, Placement::Verified, qp);
+        config.emss = emss;
         let conn = Connection::new(config, table, now).unwrap();
         Self {
             conn,
             out,
             inbox,
-            wire: Vec::with_capacity(4096),
+            wire: Vec::with_capacity(2 * size as usize + 4096),
         }
     }
 
-    /// Posts the receive for the answer and the Send, and writes.
-    fn post_and_write(&mut self) {
-        self.conn.post_recv(2, self.inbox).unwrap();
-        self.conn
-            .post_send(1, self.out, SendFlags::default())
-            .unwrap();
+    /// Writes what the connection has to send into `self.wire`.
+    fn write(&mut self) {
         self.wire.clear();
         while let Some(n) = self.conn.poll_transmit(|iov: &[IoSlice<'_>]| {
             iov.iter()
@@ -85,43 +93,123 @@ impl End {
         }
     }
 
-    /// Takes the peer's octets in; returns the receive completions.
-    fn receive(&mut self, now: Instant, wire: &[u8]) -> usize {
+    /// Takes `peer`'s octets in; returns the completions of `wr_id`.
+    fn receive_from(&mut self, now: Instant, peer: &End, wr_id: u64) -> usize {
+        let wire = &peer.wire;
         assert_eq!(self.conn.handle_input(now, wire), wire.len());
-        let mut received = 0;
+        self.completions(wr_id)
+    }
+
+    /// Drains the events; returns the completions of `wr_id`.
+    fn completions(&mut self, wr_id: u64) -> usize {
+        let mut found = 0;
         while let Some(e) = self.conn.poll_event() {
             if let Event::Completion(c) = e {
                 assert_eq!(c.status, CompletionStatus::Success);
-                received += usize::from(c.wr_id == 2);
+                found += usize::from(c.wr_id == wr_id);
             }
         }
-        received
+        found
     }
 }
 
-fn ping_pong(c: &mut Criterion) {
+/// The EMSS of a loopback connection (MTU 65536), as Linux reports it
+/// once the window has opened: FPDUs of up to 64 KiB.
+const LOOPBACK_EMSS: usize = 65483;
+/// The EMSS over Ethernet with a 1500-octet MTU and TCP timestamps.
+const ETHERNET_EMSS: usize = 1448;
+
+/// Two connected ends, the octets between them handed over in memory.
+fn pair(size: u32, markers: bool, emss: usize) -> (Instant, End, End) {
     let now = Instant::now();
-    let mut a = End::new(Role::Initiator, 1, now);
-    let mut b = End::new(Role::Responder, 2, now);
+    let a = End::new(Role::Initiator, 1, now, size, markers, emss);
+    let b = End::new(Role::Responder, 2, now, size, markers, emss);
+    (now, a, b)
+}
+
+fn ping_pong(c: &mut Criterion) {
+    let (now, mut a, mut b) = pair(PING_SIZE, false, LOOPBACK_EMSS);
     // The responder's first receive, before anything arrives.
     b.conn.post_recv(2, b.inbox).unwrap();
     let mut g = c.benchmark_group("connection");
     g.throughput(Throughput::Elements(1));
     g.bench_function("send_ping_pong_64B", |bench| {
         bench.iter(|| {
-            a.post_and_write();
-            let wire = std::mem::take(&mut a.wire);
-            assert_eq!(b.receive(now, &wire), 1);
-            a.wire = wire;
+            a.conn.post_recv(2, a.inbox).unwrap();
+            a.conn.post_send(1, a.out, SendFlags::default()).unwrap();
+            a.write();
+            assert_eq!(b.receive_from(now, &a, 2), 1);
             // b answers; its post of the next receive keeps one posted.
-            b.post_and_write();
-            let wire = std::mem::take(&mut b.wire);
-            assert_eq!(a.receive(now, &wire), 1);
-            b.wire = wire;
+            b.conn.post_recv(2, b.inbox).unwrap();
+            b.conn.post_send(1, b.out, SendFlags::default()).unwrap();
+            b.write();
+            assert_eq!(a.receive_from(now, &b, 2), 1);
         })
     });
     g.finish();
 }
 
-criterion_group!(benches, ping_pong);
+/// One 64 KiB operation from end to end, both ends' work.
+#[derive(Clone, Copy)]
+enum Bulk {
+    Write,
+    Send,
+    Read,
+}
+
+fn bulk(c: &mut Criterion) {
+    let mut g = c.benchmark_group("connection/bulk");
+    g.throughput(Throughput::Bytes(u64::from(BULK_SIZE)));
+    for (name, op) in [
+        ("write", Bulk::Write),
+        ("send", Bulk::Send),
+        ("read", Bulk::Read),
+    ] {
+        for (markers, emss) in [
+            (false, LOOPBACK_EMSS),
+            (true, LOOPBACK_EMSS),
+            (false, ETHERNET_EMSS),
+        ] {
+            let (now, mut a, mut b) = pair(BULK_SIZE, markers, emss);
+            let id = format!(
+                "{name}_64KiB{}{}",
+                if markers { "_markers" } else { "" },
+                if emss == ETHERNET_EMSS {
+                    "_emss1448"
+                } else {
+                    ""
+                }
+            );
+            g.bench_function(id, |bench| {
+                bench.iter(|| match op {
+                    Bulk::Write => {
+                        let (stag, to) = (b.inbox.stag, b.inbox.to);
+                        a.conn.rdma_write(1, a.out, stag, to).unwrap();
+                        a.write();
+                        b.receive_from(now, &a, 0);
+                        assert_eq!(a.completions(1), 1);
+                    }
+                    Bulk::Send => {
+                        b.conn.post_recv(2, b.inbox).unwrap();
+                        a.conn.post_send(1, a.out, SendFlags::default()).unwrap();
+                        a.write();
+                        assert_eq!(b.receive_from(now, &a, 2), 1);
+                        assert_eq!(a.completions(1), 1);
+                    }
+                    Bulk::Read => {
+                        let (stag, to) = (b.out.stag, b.out.to);
+                        a.conn.rdma_read(1, a.inbox, stag, to).unwrap();
+                        a.write();
+                        b.receive_from(now, &a, 0);
+                        b.write();
+                        assert_eq!(a.receive_from(now, &b, 1), 1);
+                    }
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, ping_pong, bulk);
 criterion_main!(benches);
