@@ -98,13 +98,20 @@ impl MarkerInterval {
         marker: impl Fn(u64) -> [u8; MARKER_LEN],
     ) -> u64 {
         out.reserve(self.wire_len(offset, payload.len()));
+        // One division here, none per run: the markers that follow are a
+        // fixed stride apart (the interval is a run-time value, IFT's).
+        let stride = u64::from(self.0);
+        let mut next = self.next_marker_at(offset);
         let mut rest = payload;
         while !rest.is_empty() {
-            if self.is_marker_at(offset) {
+            if offset == next {
                 out.extend_from_slice(&marker(offset));
                 offset += MARKER_LEN as u64;
+                next += stride;
             }
-            let n = rest.len().min(self.room(offset));
+            let n = rest
+                .len()
+                .min(usize::try_from(next - offset).unwrap_or(usize::MAX));
             out.extend_from_slice(&rest[..n]);
             offset += n as u64;
             rest = &rest[n..];
@@ -182,6 +189,36 @@ mod tests {
                     }
                 }
                 assert_eq!(i.wire_len(start, len) as u64, at - start, "{start}+{len}");
+            }
+        }
+    }
+
+    #[test]
+    fn append_marked_puts_each_marker_where_the_stream_walk_does() {
+        // The reference: octet by octet, a marker (its offset's low octets)
+        // before any payload octet that falls on a marker position.
+        let marker = |at: u64| (at as u32).to_be_bytes();
+        for interval in [64u16, 100, 512, 4096] {
+            let i = MarkerInterval::new(interval).unwrap();
+            for start in (0..1300u64).step_by(11).chain([0, 60, 64, 508, 512, 4092]) {
+                for len in [0usize, 1, 4, 63, 64, 65, 508, 1000, 5000] {
+                    let payload: Vec<u8> = (0..len).map(|k| k as u8).collect();
+                    let mut expected = vec![0xee];
+                    let mut at = start;
+                    for &octet in &payload {
+                        if i.is_marker_at(at) {
+                            expected.extend_from_slice(&marker(at));
+                            at += MARKER_LEN as u64;
+                        }
+                        expected.push(octet);
+                        at += 1;
+                    }
+                    let mut out = vec![0xee];
+                    let end = i.append_marked(&mut out, start, &payload, marker);
+                    assert_eq!(out, expected, "interval {interval}, {start}+{len}");
+                    assert_eq!(end, at, "interval {interval}, {start}+{len}");
+                    assert_eq!(out.len() - 1, i.wire_len(start, len));
+                }
             }
         }
     }
