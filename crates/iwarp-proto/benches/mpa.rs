@@ -28,8 +28,9 @@ fn params(markers: bool) -> FramingParams {
 
 fn bench_crc(c: &mut Criterion) {
     let mut group = c.benchmark_group("crc32c");
-    // An FPDU of an Ethernet-sized MULPDU (EMSS 1448) besides the rest.
-    for (size, name) in SIZES.into_iter().chain([(1448, "1448B")]) {
+    // A run between markers and an FPDU of an Ethernet-sized MULPDU (EMSS
+    // 1448) besides the rest.
+    for (size, name) in SIZES.into_iter().chain([(508, "508B"), (1448, "1448B")]) {
         let data = vec![0xa5u8; size];
         group.throughput(Throughput::Bytes(size as u64));
         group.bench_function(name, |b| b.iter(|| crc::crc32c(black_box(&data))));
