@@ -41,15 +41,31 @@ impl MarkerInterval {
     }
 
     /// Whether a marker starts at stream offset `offset`.
+    ///
+    /// The receivers ask this (and [`MarkerInterval::room`]) for every
+    /// run between markers. The interval is a run-time value (IFT
+    /// negotiates it), so the remainder would be a 64-bit division each
+    /// time, tens of cycles; the usual intervals (512) are powers of two,
+    /// which a mask serves.
     #[inline]
     pub const fn is_marker_at(self, offset: u64) -> bool {
-        offset.is_multiple_of(self.0 as u64)
+        let i = self.0 as u64;
+        if i.is_power_of_two() {
+            offset & (i - 1) == 0
+        } else {
+            offset.is_multiple_of(i)
+        }
     }
 
     /// The stream offset of the first marker at or after `offset`.
     #[inline]
     pub const fn next_marker_at(self, offset: u64) -> u64 {
-        offset.next_multiple_of(self.0 as u64)
+        let i = self.0 as u64;
+        if i.is_power_of_two() {
+            (offset + (i - 1)) & !(i - 1)
+        } else {
+            offset.next_multiple_of(i)
+        }
     }
 
     /// Octets from `offset` to the next marker at or after it.
@@ -219,6 +235,26 @@ mod tests {
                     assert_eq!(end, at, "interval {interval}, {start}+{len}");
                     assert_eq!(out.len() - 1, i.wire_len(start, len));
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn masks_and_divisions_agree() {
+        for interval in [64u16, 100, 256, 512, 513, 1000, 4096, 32768, 65535] {
+            let i = MarkerInterval::new(interval).unwrap();
+            let n = u64::from(interval);
+            for offset in (0..70_000u64).step_by(3).chain([n - 1, n, n + 1, 1 << 40]) {
+                assert_eq!(
+                    i.is_marker_at(offset),
+                    offset % n == 0,
+                    "{interval} {offset}"
+                );
+                assert_eq!(
+                    i.next_marker_at(offset),
+                    offset.div_ceil(n) * n,
+                    "{interval} {offset}"
+                );
             }
         }
     }
