@@ -210,6 +210,7 @@ impl MemoryTable {
             buffer: spec.buffer,
             buffer_offset: spec.offset,
             valid: parking_lot::RwLock::new(true),
+            valid_now: std::sync::atomic::AtomicBool::new(true),
         });
         r.by_index.insert(stag.index(), reg);
         Ok(stag)
