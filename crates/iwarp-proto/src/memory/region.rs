@@ -75,7 +75,7 @@ impl Registration {
     //# If an STag is not valid on a DDP Stream, DDP MUST pass the invalid access attempt to the
     //# ULP.
     pub(crate) fn check(
-        self: &Arc<Self>,
+        self: Arc<Self>,
         pd: ProtectionDomain,
         stream: Option<StreamId>,
         need: Access,
@@ -112,8 +112,10 @@ impl Registration {
             return Err(AccessViolation::BaseBounds);
         }
         let offset = self.buffer_offset + (to - self.base_to) as usize;
+        // The table's reference becomes the slice's: no count taken and
+        // dropped again.
         Ok(RegionSlice {
-            reg: Arc::clone(self),
+            reg: self,
             offset,
             len: len as usize,
         })
