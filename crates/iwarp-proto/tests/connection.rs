@@ -891,7 +891,7 @@ fn action() -> impl Strategy<Value = Action> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(common::proptest_cases(64)))]
 
     /// Whatever the two applications do and whatever happens to the
     /// stream, both connections end, each work request completes exactly
@@ -994,7 +994,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(ProptestConfig::with_cases(common::proptest_cases(128)))]
 
     /// Arbitrary octets from the peer, in arbitrary chunks, staged or read
     /// straight into a region, then the end of the stream: nothing panics,

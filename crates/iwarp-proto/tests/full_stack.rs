@@ -176,7 +176,7 @@ impl Wire for Stack {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(32), ..ProptestConfig::default() })]
 
     #[test]
     //= rfc5044#7.1

@@ -194,7 +194,7 @@ impl Wire for Stack {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(32), ..ProptestConfig::default() })]
 
     #[test]
     //= rfc5041#3

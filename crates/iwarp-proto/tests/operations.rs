@@ -596,7 +596,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(48), ..ProptestConfig::default() })]
 
     /// Random interleavings of sends, writes and reads in both directions,
     /// random sizes and MULPDUs: every octet lands where it should, every

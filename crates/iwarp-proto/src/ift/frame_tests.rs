@@ -703,7 +703,7 @@ fn frames_strategy() -> impl Strategy<Value = Vec<Frame>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(crate::test_util::proptest_cases(256)))]
 
     /// Whatever the frames, CRC choices, markers, chunking and stream
     /// offset, what is received is what was sent, and both ends agree on

@@ -576,7 +576,7 @@ fn ulpdus_strategy() -> impl Strategy<Value = Vec<Vec<u8>>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(crate::test_util::proptest_cases(256)))]
 
     /// Whatever the ULPDUs, the chunking and the stream offset, what is
     /// received is what was sent, and both ends agree on the offset.

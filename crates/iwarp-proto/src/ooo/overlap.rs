@@ -369,7 +369,7 @@ mod tests {
 
     proptest! {
         // Each case checks some 10^6 octets.
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig::with_cases(crate::test_util::proptest_cases(64)))]
 
         /// Against a model that keeps, per octet, the PDUs that wrote it.
         #[test]

@@ -293,3 +293,15 @@ pub fn op() -> impl proptest::strategy::Strategy<Value = Op> {
         (0usize..40_000).prop_map(Op::Read),
     ]
 }
+
+/// Cases for a property test: `default`, or `PROPTEST_CASES` when it is
+/// set, so that one variable runs every property test longer (a config
+/// that names its count, as `with_cases` does, would ignore it).
+/// (The crate's own unit tests have the same in `test_util`, which
+/// integration tests cannot reach.)
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
