@@ -21,28 +21,27 @@ pub(crate) struct Registration {
     pub(crate) buffer: MemoryBuffer,
     /// Where the region starts inside `buffer`.
     pub(crate) buffer_offset: usize,
-    /// False once invalidated or deregistered. Placement and transmission
-    /// hold the read lock while they touch the octets; invalidation takes
-    /// the write lock, so it waits for them and they see it afterwards.
-    /// (`parking_lot`'s, for [`RegionSlice::lock`]'s recursive reads.)
-    pub(crate) valid: RwLock<bool>,
-    /// `valid`'s value, for a look that holds nothing: the checks before
-    /// each post and each segment (two atomic read-modify-writes fewer for
-    /// each, a few per message). Cleared under `valid`'s write lock, so a
-    /// look that finds it set came before the invalidation, as a read
-    /// lock taken and dropped at that moment would have.
-    pub(crate) valid_now: AtomicBool,
+    /// False once invalidated or deregistered. Cleared only under
+    /// `gate`'s write lock, which placement and transmission hold for
+    /// reading while they touch the octets: invalidation waits for them,
+    /// and one that finds it set under the gate keeps it set until it lets
+    /// go. The checks before each post and segment look without the gate
+    /// (two atomic read-modify-writes fewer each, a few per message),
+    /// seeing a moment before or after an invalidation.
+    pub(crate) valid: AtomicBool,
+    /// Guards `valid`'s one change (`parking_lot`'s, for
+    /// [`RegionSlice::lock`]'s recursive reads).
+    pub(crate) gate: RwLock<()>,
 }
 
 impl Registration {
     pub(crate) fn is_valid(&self) -> bool {
-        self.valid_now.load(Ordering::Acquire)
+        self.valid.load(Ordering::Acquire)
     }
 
     pub(crate) fn set_invalid(&self) {
-        let mut valid = self.valid.write();
-        *valid = false;
-        self.valid_now.store(false, Ordering::Release);
+        let _gate = self.gate.write();
+        self.valid.store(false, Ordering::Release);
     }
 
     /// Checks an access of `len` octets at `to` that needs `need`, by a
@@ -187,8 +186,8 @@ impl RegionSlice {
         len: usize,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R, AccessViolation> {
-        let valid = self.reg.valid.read();
-        if !*valid {
+        let _gate = self.reg.gate.read();
+        if !self.reg.is_valid() {
             return Err(AccessViolation::InvalidStag);
         }
         let end = at
@@ -212,8 +211,8 @@ impl RegionSlice {
     /// writer waits for the batch's first read, a deadlock the soak hit
     /// once bursts of posts filled batches from one region.
     pub fn lock(&self) -> Result<RegionReadGuard<'_>, AccessViolation> {
-        let valid = self.reg.valid.read_recursive();
-        if !*valid {
+        let gate = self.reg.gate.read_recursive();
+        if !self.reg.is_valid() {
             return Err(AccessViolation::InvalidStag);
         }
         let octets = self.reg.buffer.read_recursive();
@@ -221,7 +220,7 @@ impl RegionSlice {
             return Err(AccessViolation::BaseBounds);
         }
         Ok(RegionReadGuard {
-            _valid: valid,
+            _gate: gate,
             octets,
             start: self.offset,
             end: self.offset + self.len,
@@ -233,7 +232,7 @@ impl RegionSlice {
 /// valid; invalidation of the STag waits until this is dropped.
 #[derive(Debug)]
 pub struct RegionReadGuard<'a> {
-    _valid: RwLockReadGuard<'a, bool>,
+    _gate: RwLockReadGuard<'a, ()>,
     octets: RwLockReadGuard<'a, Box<[u8]>>,
     start: usize,
     end: usize,

@@ -209,8 +209,8 @@ impl MemoryTable {
             len: spec.len as u64,
             buffer: spec.buffer,
             buffer_offset: spec.offset,
-            valid: parking_lot::RwLock::new(true),
-            valid_now: std::sync::atomic::AtomicBool::new(true),
+            valid: std::sync::atomic::AtomicBool::new(true),
+            gate: parking_lot::RwLock::new(()),
         });
         r.by_index.insert(stag.index(), reg);
         Ok(stag)
