@@ -8,6 +8,8 @@
 //! `cargo test` runs a modest number of cases per link model; set
 //! `PROPTEST_CASES` (e.g. 100000, in a release build) for a long run.
 
+mod common;
+
 use iwarp_proto::sim::{run, LinkModel, Scenario, SimFraming, Workload};
 use proptest::prelude::*;
 
@@ -54,13 +56,6 @@ const MODELS: [(&str, LinkModel); 4] = [
         },
     ),
 ];
-
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16)
-}
 
 fn check(s: &Scenario) {
     let r = run(s, false);
@@ -150,7 +145,7 @@ fn window() -> impl Strategy<Value = usize> {
 macro_rules! per_model {
     ($($name:ident => $i:expr),* $(,)?) => {$(
         proptest! {
-            #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+            #![proptest_config(ProptestConfig { cases: common::proptest_cases(16), ..ProptestConfig::default() })]
             #[test]
             fn $name(seed in any::<u64>(), framing in framing(), workload in workload(), window in window()) {
                 check(&Scenario { seed, framing, link: MODELS[$i].1, workload, window });
