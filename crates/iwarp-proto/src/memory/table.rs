@@ -639,4 +639,42 @@ mod tests {
         );
         assert!(slice.lock().is_err());
     }
+
+    #[test]
+    //= rfc5041#8.3.1
+    //= type=test
+    //# An RNIC MUST ensure that the network interface can no longer modify an advertised buffer
+    //# after the ULP revokes remote access rights for an STag.
+    fn invalidation_waits_for_transmission_in_progress() {
+        let (t, pd) = table();
+        let t = Arc::new(t);
+        let stag = t
+            .register(RegionSpec::whole(
+                pd,
+                MemoryBuffer::new(4),
+                0,
+                Access::REMOTE_READ,
+            ))
+            .unwrap();
+        let slice = t
+            .check_remote(stag, pd, StreamId(0), Access::REMOTE_READ, 0, 4)
+            .unwrap();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let guard = slice.lock().unwrap();
+        let (t2, done2) = (Arc::clone(&t), Arc::clone(&done));
+        let invalidating = std::thread::spawn(move || {
+            t2.invalidate(stag).unwrap();
+            done2.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        // The octets are being sent: the invalidation cannot have finished,
+        // however long it is given, and the STag still reads valid.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!done.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(&*guard, &[0; 4]);
+        drop(guard);
+        invalidating.join().unwrap();
+        assert!(done.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(!t.is_valid(stag));
+        assert_eq!(slice.lock().unwrap_err(), AccessViolation::InvalidStag);
+    }
 }
