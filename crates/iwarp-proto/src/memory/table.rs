@@ -596,25 +596,24 @@ mod tests {
         assert!(low > 0 && low < hits.len(), "{hits:x?}");
     }
 
+    /// A table shared between threads with one 4-octet region allowing
+    /// `access`, and the slice a peer's access to all of it gets.
+    fn shared_region(access: Access) -> (Arc<MemoryTable>, STag, RegionSlice) {
+        let (t, pd) = table();
+        let stag = t
+            .register(RegionSpec::whole(pd, MemoryBuffer::new(4), 0, access))
+            .unwrap();
+        let slice = t.check_remote(stag, pd, StreamId(0), access, 0, 4).unwrap();
+        (Arc::new(t), stag, slice)
+    }
+
     #[test]
     //= rfc5041#8.3.1
     //= type=test
     //# An RNIC MUST ensure that the network interface can no longer modify an advertised buffer
     //# after the ULP revokes remote access rights for an STag.
     fn invalidation_waits_for_placement_in_progress() {
-        let (t, pd) = table();
-        let t = Arc::new(t);
-        let stag = t
-            .register(RegionSpec::whole(
-                pd,
-                MemoryBuffer::new(4),
-                0,
-                Access::REMOTE_WRITE,
-            ))
-            .unwrap();
-        let slice = t
-            .check_remote(stag, pd, StreamId(0), Access::REMOTE_WRITE, 0, 4)
-            .unwrap();
+        let (t, stag, slice) = shared_region(Access::REMOTE_WRITE);
         let (tx, rx) = std::sync::mpsc::channel();
         let t2 = Arc::clone(&t);
         let slice2 = slice.clone();
@@ -646,19 +645,7 @@ mod tests {
     //# An RNIC MUST ensure that the network interface can no longer modify an advertised buffer
     //# after the ULP revokes remote access rights for an STag.
     fn invalidation_waits_for_transmission_in_progress() {
-        let (t, pd) = table();
-        let t = Arc::new(t);
-        let stag = t
-            .register(RegionSpec::whole(
-                pd,
-                MemoryBuffer::new(4),
-                0,
-                Access::REMOTE_READ,
-            ))
-            .unwrap();
-        let slice = t
-            .check_remote(stag, pd, StreamId(0), Access::REMOTE_READ, 0, 4)
-            .unwrap();
+        let (t, stag, slice) = shared_region(Access::REMOTE_READ);
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let guard = slice.lock().unwrap();
         let (t2, done2) = (Arc::clone(&t), Arc::clone(&done));
