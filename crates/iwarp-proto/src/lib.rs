@@ -11,9 +11,9 @@
 //! `RFC 5044 §7.1.2 rule 4` or `draft-ietf-rddp-mpa-01 §5.1`, so that a reader
 //! can go from a requirement to its code and its tests.
 
-// The only `unsafe` is in `framing::crc_hybrid` (vector loads and calls
-// into code compiled for CPU features detected at run time); every parser
-// and state machine is safe code.
+// The only `unsafe` is in `framing::crc_hybrid` and `framing::crc_marked`
+// (vector loads and stores, and calls into code compiled for CPU features
+// detected at run time); every parser and state machine is safe code.
 #![deny(unsafe_code)]
 
 pub mod connection;

@@ -1,6 +1,8 @@
 //! The transmit output: the wire octets of a batch of PDUs, as pieces for
 //! one vectored write, payload borrowed rather than copied.
 
+use super::crc::crc32c_append;
+use super::crc_marked::{self, PERIOD, RUN};
 use super::{MarkerInterval, MARKER_LEN};
 
 /// Payloads up to this many octets are copied into the batch instead of
@@ -9,6 +11,37 @@ use super::{MarkerInterval, MARKER_LEN};
 /// iovec import and per-iovec copy cost more in the kernel than copying a
 /// few hundred octets costs here.
 pub(crate) const COPY_PAYLOAD_UP_TO: usize = 512;
+
+/// Marker periods from which [`WireBatch::push_marked_summed`] copies and
+/// sums in one pass; below, the copy and then the CRC.
+const FUSED_FROM: usize = 2;
+
+/// A CRC32c over the batch's own octets from a given start, summed as far
+/// as they have been: MPA's CRC of an FPDU copied with its markers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ControlCrc {
+    /// Where the octets summed so far end in the batch's own.
+    folded_to: usize,
+    /// The CRC32c of the octets from the start to `folded_to`.
+    value: u32,
+}
+
+impl ControlCrc {
+    /// A CRC over the batch's own octets from `start` (a former
+    /// [`WireBatch::control_len`]) on.
+    pub(crate) fn starting_at(start: usize) -> Self {
+        Self {
+            folded_to: start,
+            value: 0,
+        }
+    }
+
+    /// Sums the batch's own octets not summed yet.
+    fn catch_up(&mut self, control: &[u8]) {
+        self.value = crc32c_append(self.value, &control[self.folded_to..]);
+        self.folded_to = control.len();
+    }
+}
 
 /// One piece of the wire octets of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,12 +151,6 @@ impl WireBatch {
         self.control.len()
     }
 
-    /// The batch's own octets from `start` (a former
-    /// [`WireBatch::control_len`]) on.
-    pub(crate) fn control_from(&self, start: usize) -> &[u8] {
-        &self.control[start..]
-    }
-
     /// Counts one more complete PDU.
     pub(crate) fn finish_pdu(&mut self) {
         self.pdus += 1;
@@ -152,6 +179,53 @@ impl WireBatch {
         let offset = interval.append_marked(&mut self.control, offset, payload, marker);
         self.commit_control(start);
         offset
+    }
+
+    /// [`WireBatch::push_marked`], carrying `crc` over what it appends.
+    /// With 512-octet periods, the whole periods of `payload` are copied
+    /// and summed in one pass ([`crc_marked`]); the rest, and `crc` up to
+    /// there, are summed when needed ([`WireBatch::finish_crc`]).
+    pub(crate) fn push_marked_summed(
+        &mut self,
+        interval: MarkerInterval,
+        offset: u64,
+        payload: &[u8],
+        marker: impl Fn(u64) -> [u8; MARKER_LEN],
+        crc: &mut ControlCrc,
+    ) -> u64 {
+        let start = self.control.len();
+        // Up to the first marker, the marker periods, then the rest.
+        let head = payload.len().min(interval.room(offset));
+        let (head, rest) = payload.split_at(head);
+        let mut offset = interval.append_marked(&mut self.control, offset, head, &marker);
+        let periods = if interval.get() as usize == PERIOD {
+            rest.len() / RUN
+        } else {
+            0
+        };
+        let (whole, rest) = rest.split_at(if periods >= FUSED_FROM {
+            periods * RUN
+        } else {
+            0
+        });
+        if !whole.is_empty() {
+            crc.catch_up(&self.control);
+            let first = offset;
+            crc.value = crc_marked::append_periods(crc.value, &mut self.control, whole, |i| {
+                marker(first + (i * PERIOD) as u64)
+            });
+            crc.folded_to = self.control.len();
+            offset += (whole.len() / RUN * PERIOD) as u64;
+        }
+        let offset = interval.append_marked(&mut self.control, offset, rest, &marker);
+        self.commit_control(start);
+        offset
+    }
+
+    /// The CRC32c of the batch's own octets from `crc`'s start to the end.
+    pub(crate) fn finish_crc(&self, mut crc: ControlCrc) -> u32 {
+        crc.catch_up(&self.control);
+        crc.value
     }
 
     /// Puts the batch's octets from `start` (a former

@@ -143,6 +143,16 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
     }
 }
 
+/// Continues `crc`, the finished CRC32c of some octets (0 for none), over
+/// `bytes`: the CRC32c of those octets followed by `bytes`.
+#[inline]
+pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
+    // `crc-fast`'s digest cannot start from a finished value; this way is
+    // as fast everywhere but on CPUs with AVX-512 (see the module
+    // documentation), and gives the same value.
+    sse42_append(crc, bytes)
+}
+
 /// Appends `bytes` to a CRC value without `crc-fast`: on x86-64 with
 /// AVX2 and VPCLMULQDQ, long inputs take the interleaved loop of
 /// `crc_hybrid`; everything else the `crc32c` crate.

@@ -56,7 +56,7 @@ const THREE_STREAMS_FROM: usize = 192;
 const MIN_LEN: usize = 1024;
 
 /// Octets folded per loop turn (four 256-bit registers).
-const FOLD_BLOCK: usize = 128;
+pub(super) const FOLD_BLOCK: usize = 128;
 
 /// 64-bit words each CRC32 stream takes per loop turn: 128 octets folded
 /// against 3 × 4 words puts 57% of the input in the fold. Against the
@@ -174,10 +174,17 @@ fn block(bytes: &[u8], at: usize) -> &[u8; 32] {
 /// `lanes` folded forward over one turn, XOR the next 32 octets.
 #[inline]
 #[target_feature(enable = "avx2,vpclmulqdq")]
-fn fold256(lanes: __m256i, constants: __m256i, next: __m256i) -> __m256i {
+pub(super) fn fold256(lanes: __m256i, constants: __m256i, next: __m256i) -> __m256i {
     let low = _mm256_clmulepi64_epi128(lanes, constants, 0x00);
     let high = _mm256_clmulepi64_epi128(lanes, constants, 0x11);
     _mm256_xor_si256(_mm256_xor_si256(low, high), next)
+}
+
+/// [`FOLD_TURN`] in both halves of a 256-bit register, for [`fold256`].
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn turn_constants() -> __m256i {
+    _mm256_set_epi64x(FOLD_TURN.1, FOLD_TURN.0, FOLD_TURN.1, FOLD_TURN.0)
 }
 
 /// `lane` folded forward 128 bits, XOR `next`.
@@ -191,7 +198,7 @@ fn fold128(lane: __m128i, next: __m128i) -> __m128i {
 }
 
 /// Whether this CPU has what [`append`] uses.
-fn available() -> bool {
+pub(super) fn available() -> bool {
     // The standard library caches the detection: atomic loads.
     std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("vpclmulqdq")
@@ -284,7 +291,7 @@ fn interleaved(state: u32, bytes: &[u8]) -> (u32, &[u8]) {
     let (second, third) = rest.split_at(stream_len);
 
     // The head from `state`: the state is XORed into its first 4 octets.
-    let turn_constants = _mm256_set_epi64x(FOLD_TURN.1, FOLD_TURN.0, FOLD_TURN.1, FOLD_TURN.0);
+    let turn_constants = turn_constants();
     let initial = _mm256_set_epi64x(0, 0, 0, i64::from(state));
     let mut lanes = [
         _mm256_xor_si256(load(block(head, 0)), initial),
@@ -310,8 +317,15 @@ fn interleaved(state: u32, bytes: &[u8]) -> (u32, &[u8]) {
         }
     }
 
-    // The eight lanes into one, in stream order, then its 16 octets
-    // through CRC32.
+    (join_streams(reduce_lanes(lanes), crcs, stream_len), tail)
+}
+
+/// The raw CRC state of the octets folded into `lanes` (the folding's
+/// initial state included): the eight 16-octet lanes into one, in stream
+/// order, then its 16 octets through CRC32.
+#[inline]
+#[target_feature(enable = "avx2,pclmulqdq,sse4.2")]
+pub(super) fn reduce_lanes(lanes: [__m256i; 4]) -> u32 {
     let mut folded = _mm256_castsi256_si128(lanes[0]);
     for (i, lane) in lanes.iter().enumerate() {
         if i > 0 {
@@ -321,16 +335,22 @@ fn interleaved(state: u32, bytes: &[u8]) -> (u32, &[u8]) {
     }
     let low = _mm_extract_epi64::<0>(folded) as u64;
     let high = _mm_extract_epi64::<1>(folded) as u64;
-    let mut state = _mm_crc32_u64(_mm_crc32_u64(0, low), high) as u32;
+    _mm_crc32_u64(_mm_crc32_u64(0, low), high) as u32
+}
 
-    // Each stream joined after the one before it.
+/// The raw state `state` continued over three streams of `stream_len`
+/// octets each, whose CRC32 chains from state 0 ended at `crcs`: each
+/// joined after the one before it.
+#[inline]
+#[target_feature(enable = "pclmulqdq,sse4.2")]
+fn join_streams(mut state: u32, crcs: [u64; 3], stream_len: usize) -> u32 {
     if stream_len > 0 {
         let shift = shift_constant(stream_len);
         for crc in crcs {
             state = mul(state, shift) ^ crc as u32;
         }
     }
-    (state, tail)
+    state
 }
 
 #[cfg(test)]

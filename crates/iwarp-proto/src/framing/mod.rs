@@ -38,6 +38,7 @@ pub mod crc;
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod crc_hybrid;
+mod crc_marked;
 mod deframer;
 mod framer;
 mod layout;
@@ -48,6 +49,7 @@ mod sink;
 mod startup;
 
 pub use any::{AnyDeframer, AnyFramer, FramingError};
+pub(crate) use batch::ControlCrc;
 pub use batch::WireBatch;
 #[cfg(test)]
 pub(crate) use batch::COPY_PAYLOAD_UP_TO;

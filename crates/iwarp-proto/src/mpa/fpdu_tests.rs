@@ -522,6 +522,44 @@ fn receive_with_layout(rx: &mut FpduReceiver, wire: &[u8], read_max: usize) -> V
     placed
 }
 
+/// With markers and CRC the payload is copied and summed in one pass
+/// over whole marker periods, the rest copied and summed apart: however a
+/// ULPDU is cut into header and slices, and wherever it starts, the wire
+/// octets are those of the ULPDU framed whole, which the receiver takes.
+#[test]
+fn marked_fpdus_are_the_same_whatever_the_slices() {
+    let ulpdu: Vec<u8> = (0..9000u32).map(|i| (i * 31 + i / 251) as u8).collect();
+    let cuts: [&[usize]; 4] = [&[], &[14], &[14, 700, 701, 3000], &[18, 1034, 1542, 8999]];
+    for offset in [0u64, 4, 100, 504, 508, 512, 1000] {
+        let mut whole = FpduTransmitter::at_offset(BOTH, offset);
+        let expected = transmit(&mut whole, std::slice::from_ref(&ulpdu));
+        for cut in cuts {
+            let (header, payload) = ulpdu.split_at(cut.first().copied().unwrap_or(0));
+            let mut at = 0;
+            let mut slices: Vec<&[u8]> = Vec::new();
+            for &end in cut.iter().skip(1) {
+                slices.push(&payload[at..end - header.len()]);
+                at = end - header.len();
+            }
+            slices.push(&payload[at..]);
+            let mut tx = FpduTransmitter::at_offset(BOTH, offset);
+            let mut batch = WireBatch::new();
+            tx.frame(header, &slices, &mut batch).unwrap();
+            let mut wire = Vec::new();
+            batch.write_to(&slices, &mut wire);
+            assert_eq!(wire, expected, "offset {offset}, cut {cut:?}");
+        }
+        let mut rx = FpduReceiver::at_offset(BOTH, offset);
+        let mut sink = CollectUlpdus::new();
+        receive_chunked(&mut rx, &expected, &[usize::MAX], &mut sink).unwrap();
+        assert_eq!(
+            sink.complete,
+            std::slice::from_ref(&ulpdu),
+            "offset {offset}"
+        );
+    }
+}
+
 #[test]
 fn layout_spans_cover_the_ulpdu_around_markers() {
     for offset in [0u64, 100, 508, 510, 511] {

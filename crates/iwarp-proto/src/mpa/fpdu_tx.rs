@@ -12,9 +12,10 @@
 //!
 //! With markers it copies instead: payload split every 512 octets would be
 //! about 130 pieces per 64 KiB FPDU and a CRC call per run; copied with
-//! its markers into the batch's own buffer, an FPDU is one piece and its
-//! CRC one call over it. The copy costs less than the slices and calls it
-//! saves (figures in README, "Performance").
+//! its markers into the batch's own buffer, an FPDU is one piece, and its
+//! CRC is summed as the copy is made (`framing::crc_marked`). The copy
+//! costs less than the slices and calls it saves (figures in README,
+//! "Performance").
 //!
 //! MPA does not know where DDP's header ends; the split is the caller's,
 //! and only decides what is copied: a ULPDU passed whole as payload, with
@@ -23,8 +24,8 @@
 use super::fpdu::{pad_len, CRC_LEN, MAX_ULPDU_LEN, PAD};
 use super::marker::{self, INTERVAL};
 use super::FramingParams;
-use crate::framing::crc::{self, Crc32c};
-use crate::framing::{Framer, TxError, WireBatch, MARKER_LEN};
+use crate::framing::crc::Crc32c;
+use crate::framing::{ControlCrc, Framer, TxError, WireBatch, MARKER_LEN};
 
 /// Frames ULPDUs into FPDUs for one half-connection.
 #[derive(Debug, Clone)]
@@ -111,13 +112,15 @@ impl Framer for FpduTransmitter {
         // whole FPDU is one run of the batch's own octets: its CRC is then
         // one call at the end instead of one per piece.
         let crc_at_end = self.markers || payload.iter().all(|s| WireBatch::copies(s));
+        let fpdu_start = batch.control_len();
         let mut w = Writer {
-            fpdu_start: batch.control_len(),
             batch,
             offset: self.offset,
             markers: self.markers,
+            crc_on: self.crc,
             crc_at_end,
             crc: Crc32c::new(),
+            control_crc: ControlCrc::starting_at(fpdu_start),
             header_offset: 0,
         };
         // A marker due exactly here falls between FPDUs: FPDUPTR 0, and it
@@ -141,8 +144,9 @@ impl Framer for FpduTransmitter {
         w.marker_if_due();
         let crc = match (self.crc, w.crc_at_end) {
             (false, _) => [0; 4],
-            // Copied: everything the CRC covers is one run of the batch.
-            (true, true) => crc::crc32c(w.batch.control_from(w.fpdu_start)).to_le_bytes(),
+            // Copied: everything the CRC covers is one run of the batch,
+            // summed partly as it was copied.
+            (true, true) => w.batch.finish_crc(w.control_crc).to_le_bytes(),
             (true, false) => w.crc.to_wire(),
         };
         w.trailer(crc);
@@ -180,12 +184,13 @@ struct Writer<'b> {
     batch: &'b mut WireBatch,
     offset: u64,
     markers: bool,
-    /// Where this FPDU starts in the batch's own octets.
-    fpdu_start: usize,
-    /// The FPDU is copied whole into the batch: its CRC is computed at
-    /// the end, over the batch from `fpdu_start`, not piece by piece.
+    /// Whether the CRC field carries a CRC.
+    crc_on: bool,
+    /// The FPDU is copied whole into the batch: its CRC is computed over
+    /// the batch's octets (`control_crc`), not piece by piece (`crc`).
     crc_at_end: bool,
     crc: Crc32c,
+    control_crc: ControlCrc,
     header_offset: u64,
 }
 
@@ -235,9 +240,15 @@ impl Writer<'_> {
     fn ulpdu_slice(&mut self, index: usize, slice: &[u8]) {
         if self.markers {
             let header_offset = self.header_offset;
-            self.offset = self.batch.push_marked(INTERVAL, self.offset, slice, |at| {
-                marker::encode(marker::fpdu_ptr(at, header_offset))
-            });
+            let marker = |at| marker::encode(marker::fpdu_ptr(at, header_offset));
+            self.offset = if self.crc_on {
+                // Copied and summed in one pass.
+                let crc = &mut self.control_crc;
+                self.batch
+                    .push_marked_summed(INTERVAL, self.offset, slice, marker, crc)
+            } else {
+                self.batch.push_marked(INTERVAL, self.offset, slice, marker)
+            };
         } else {
             if !self.crc_at_end {
                 self.crc.update(slice);
