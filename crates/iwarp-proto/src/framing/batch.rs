@@ -2,7 +2,7 @@
 //! one vectored write, payload borrowed rather than copied.
 
 use super::crc::crc32c_append;
-use super::crc_marked::{self, PERIOD, RUN};
+use super::crc_marked::{self, Covers, PERIOD, RUN};
 use super::{MarkerInterval, MARKER_LEN};
 
 /// Payloads up to this many octets are copied into the batch instead of
@@ -41,6 +41,15 @@ impl ControlCrc {
         self.value = crc32c_append(self.value, &control[self.folded_to..]);
         self.folded_to = control.len();
     }
+}
+
+/// The CRC [`WireBatch::push_marked_summed`] carries along.
+#[derive(Debug)]
+pub(crate) enum Summed<'c> {
+    /// Over the batch's own octets (MPA's).
+    Wire(&'c mut ControlCrc),
+    /// Over the payload alone (IFT's): its finished value so far.
+    Payload(&'c mut u32),
 }
 
 /// One piece of the wire octets of a batch.
@@ -181,17 +190,19 @@ impl WireBatch {
         offset
     }
 
-    /// [`WireBatch::push_marked`], carrying `crc` over what it appends.
-    /// With 512-octet periods, the whole periods of `payload` are copied
-    /// and summed in one pass ([`crc_marked`]); the rest, and `crc` up to
-    /// there, are summed when needed ([`WireBatch::finish_crc`]).
+    /// [`WireBatch::push_marked`], carrying a CRC along: over what it
+    /// appends (MPA's, [`Summed::Wire`]) or over `payload` alone (IFT's,
+    /// [`Summed::Payload`]). With 512-octet periods, the whole periods of
+    /// `payload` are copied and summed in one pass ([`crc_marked`]); the
+    /// rest is summed apart (MPA's when needed, by
+    /// [`WireBatch::finish_crc`]).
     pub(crate) fn push_marked_summed(
         &mut self,
         interval: MarkerInterval,
         offset: u64,
         payload: &[u8],
         marker: impl Fn(u64) -> [u8; MARKER_LEN],
-        crc: &mut ControlCrc,
+        mut crc: Summed<'_>,
     ) -> u64 {
         let start = self.control.len();
         // Up to the first marker, the marker periods, then the rest.
@@ -208,14 +219,28 @@ impl WireBatch {
         } else {
             0
         });
+        if let Summed::Payload(crc) = &mut crc {
+            **crc = crc32c_append(**crc, head);
+        }
         if !whole.is_empty() {
-            crc.catch_up(&self.control);
             let first = offset;
-            crc.value = crc_marked::append_periods(crc.value, &mut self.control, whole, |i| {
-                marker(first + (i * PERIOD) as u64)
-            });
-            crc.folded_to = self.control.len();
+            let marker = |i| marker(first + (i * PERIOD) as u64);
+            let out = &mut self.control;
+            match &mut crc {
+                Summed::Wire(crc) => {
+                    crc.catch_up(out);
+                    crc.value =
+                        crc_marked::append_periods(crc.value, out, whole, marker, Covers::Wire);
+                    crc.folded_to = out.len();
+                }
+                Summed::Payload(crc) => {
+                    **crc = crc_marked::append_periods(**crc, out, whole, marker, Covers::Payload);
+                }
+            }
             offset += (whole.len() / RUN * PERIOD) as u64;
+        }
+        if let Summed::Payload(crc) = &mut crc {
+            **crc = crc32c_append(**crc, rest);
         }
         let offset = interval.append_marked(&mut self.control, offset, rest, &marker);
         self.commit_control(start);

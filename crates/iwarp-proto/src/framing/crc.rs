@@ -94,6 +94,15 @@ impl Crc32c {
         }
     }
 
+    /// A CRC that continues from `crc`, the finished CRC32c of the octets
+    /// so far (as [`Crc32c::value`] gives it).
+    pub fn resume(crc: u32) -> Self {
+        // `crc-fast`'s digest cannot start from a finished value.
+        Self {
+            state: State::Sse42(crc),
+        }
+    }
+
     /// Folds `bytes` into the CRC.
     #[inline]
     pub fn update(&mut self, bytes: &[u8]) {

@@ -25,21 +25,32 @@ pub(crate) const PERIOD: usize = 512;
 /// Payload octets in a marker period.
 pub(crate) const RUN: usize = PERIOD - MARKER_LEN;
 
+/// What the CRC of [`append_periods`] covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Covers {
+    /// The appended octets, markers included: MPA's CRC.
+    Wire,
+    /// The payload alone: IFT's payload CRC, which leaves markers out.
+    Payload,
+}
+
 /// Appends to `out` the whole marker periods `payload` makes (its length
 /// is a multiple of [`RUN`]): before each run of 508 octets, its marker,
 /// `marker(i)` for the `i`-th. Returns `crc` (the finished CRC32c of what
-/// came before, 0 for nothing) continued over the appended octets.
+/// came before, 0 for nothing) continued over the appended octets or over
+/// `payload`, as `covers` says.
 pub(crate) fn append_periods(
     crc: u32,
     out: &mut Vec<u8>,
     payload: &[u8],
     marker: impl Fn(usize) -> [u8; MARKER_LEN],
+    covers: Covers,
 ) -> u32 {
     debug_assert!(payload.len().is_multiple_of(RUN));
     let periods = payload.len() / RUN;
     #[cfg(target_arch = "x86_64")]
     if periods > 0 && super::crc_hybrid::available() {
-        return fused::append_periods(crc, out, payload, marker);
+        return fused::append_periods(crc, out, payload, marker, covers);
     }
     let start = out.len();
     out.reserve(periods * PERIOD);
@@ -47,7 +58,11 @@ pub(crate) fn append_periods(
         out.extend_from_slice(&marker(i));
         out.extend_from_slice(run);
     }
-    super::crc::crc32c_append(crc, &out[start..])
+    let summed = match covers {
+        Covers::Wire => &out[start..],
+        Covers::Payload => payload,
+    };
+    super::crc::crc32c_append(crc, summed)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -60,8 +75,9 @@ mod fused {
     };
     use std::mem::MaybeUninit;
 
+    use super::super::crc::crc32c_append;
     use super::super::crc_hybrid::{fold256, reduce_lanes, turn_constants, FOLD_BLOCK};
-    use super::{MARKER_LEN, PERIOD, RUN};
+    use super::{Covers, MARKER_LEN, PERIOD, RUN};
 
     /// 32-octet blocks in a marker period.
     const BLOCKS: usize = PERIOD / 32;
@@ -74,6 +90,7 @@ mod fused {
         out: &mut Vec<u8>,
         payload: &[u8],
         marker: impl Fn(usize) -> [u8; MARKER_LEN],
+        covers: Covers,
     ) -> u32 {
         let periods = payload.len() / RUN;
         assert!(periods > 0 && payload.len() == periods * RUN);
@@ -86,16 +103,26 @@ mod fused {
             out: out.spare_capacity_mut()[..len].as_mut_ptr(),
             periods,
         };
-        // SAFETY: the caller checked `crc_hybrid::available()`: AVX2,
-        // VPCLMULQDQ, PCLMULQDQ and SSE4.2, the features `fused` is
-        // compiled for; `wire` holds `periods` whole runs of payload and
-        // room for as many periods.
-        let state = unsafe { fused(!crc, &wire, &marker) };
-        // SAFETY: `fused` stored every one of the `len` octets after
-        // `start` (each block of each period once; see its loop), and
-        // `reserve` made room for them.
+        // Both calls' safety: the caller checked `crc_hybrid::available()`
+        // (AVX2, VPCLMULQDQ, PCLMULQDQ and SSE4.2, the features `fused`
+        // and `fused_payload` are compiled for), and `wire` holds
+        // `periods` whole runs of payload and room for as many periods.
+        let crc = match covers {
+            Covers::Wire => {
+                // SAFETY: as just said.
+                !unsafe { fused(!crc, &wire, &marker) }
+            }
+            Covers::Payload => {
+                // SAFETY: as just said.
+                let (state, folded) = unsafe { fused_payload(!crc, &wire, &marker) };
+                crc32c_append(!state, &payload[folded..])
+            }
+        };
+        // SAFETY: `fused` and `fused_payload` stored every one of the
+        // `len` octets after `start` (each block of each period once; see
+        // their loops), and `reserve` made room for them.
         unsafe { out.set_len(start + len) };
-        !state
+        crc
     }
 
     /// Where the payload's runs are read and their periods written: raw
@@ -154,6 +181,41 @@ mod fused {
             }
         }
 
+        /// 32 octets of the payload from `at`, for the payload's CRC.
+        ///
+        /// # Safety
+        ///
+        /// `at + 32 <= self.periods * RUN`, and `self` as its
+        /// documentation says.
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        unsafe fn payload_block(&self, at: usize) -> __m256i {
+            debug_assert!(at + 32 <= self.periods * RUN);
+            // SAFETY: within the payload, the caller's promise.
+            unsafe { _mm256_loadu_si256(self.payload.add(at).cast()) }
+        }
+
+        /// Copies marker period `period` whole into place.
+        ///
+        /// # Safety
+        ///
+        /// `period < self.periods`, and `self` as its documentation says.
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        unsafe fn copy_period(&self, period: usize, marker: u32) {
+            // SAFETY: the caller's promise; `copy_first` from period 1.
+            unsafe {
+                if period == 0 {
+                    self.copy_very_first(marker);
+                } else {
+                    self.copy_first(period, marker);
+                }
+                for k in 1..BLOCKS {
+                    self.copy(period, k);
+                }
+            }
+        }
+
         /// Block 0 of marker period 0, whose marker comes before the
         /// payload: the run's first 28 octets moved up one 4-octet word.
         ///
@@ -173,6 +235,53 @@ mod fused {
                 octets
             }
         }
+    }
+
+    /// [`fused`] for a CRC over the payload alone: the periods are copied
+    /// one by one, and behind the copy the payload is folded 128 octets
+    /// at a time. Returns the raw CRC state from raw state `initial` over
+    /// the payload's first octets, and how many: the rest (less than 128
+    /// octets) is left to the caller.
+    ///
+    /// # Safety
+    ///
+    /// As [`fused`].
+    #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.2")]
+    unsafe fn fused_payload(
+        initial: u32,
+        wire: &Wire,
+        marker: &impl Fn(usize) -> u32,
+    ) -> (u32, usize) {
+        let constants = turn_constants();
+        // The loads' safety: each block lies within the payload, whose
+        // first period (508 octets) alone holds the lanes' first 128.
+        // SAFETY: as just said.
+        let mut lanes = unsafe {
+            [
+                wire.payload_block(0),
+                wire.payload_block(32),
+                wire.payload_block(64),
+                wire.payload_block(96),
+            ]
+        };
+        lanes[0] = _mm256_xor_si256(lanes[0], _mm256_set_epi64x(0, 0, 0, i64::from(initial)));
+        let mut folded = FOLD_BLOCK;
+        for period in 0..wire.periods {
+            // SAFETY: `period` is below `wire.periods`.
+            unsafe { wire.copy_period(period, marker(period)) };
+            let copied = (period + 1) * RUN;
+            while folded + FOLD_BLOCK <= copied {
+                // SAFETY: as said above, the blocks before `copied`.
+                unsafe {
+                    lanes[0] = fold256(lanes[0], constants, wire.payload_block(folded));
+                    lanes[1] = fold256(lanes[1], constants, wire.payload_block(folded + 32));
+                    lanes[2] = fold256(lanes[2], constants, wire.payload_block(folded + 64));
+                    lanes[3] = fold256(lanes[3], constants, wire.payload_block(folded + 96));
+                }
+                folded += FOLD_BLOCK;
+            }
+        }
+        (reduce_lanes(lanes), folded)
     }
 
     /// The raw CRC state after the wire octets of `wire`'s periods from
@@ -242,28 +351,34 @@ mod tests {
     }
 
     /// The periods built octet run by octet run, and their CRC by the crate.
-    fn reference(crc: u32, prefix: &[u8], payload: &[u8]) -> (Vec<u8>, u32) {
+    fn reference(crc: u32, prefix: &[u8], payload: &[u8], covers: Covers) -> (Vec<u8>, u32) {
         let mut out = prefix.to_vec();
         for (i, run) in payload.chunks(RUN).enumerate() {
             out.extend_from_slice(&marker(i));
             out.extend_from_slice(run);
         }
-        let crc = crc32c::crc32c_append(crc, &out[prefix.len()..]);
+        let crc = match covers {
+            Covers::Wire => crc32c::crc32c_append(crc, &out[prefix.len()..]),
+            Covers::Payload => crc32c::crc32c_append(crc, payload),
+        };
         (out, crc)
     }
 
     #[test]
     fn every_period_count_to_a_64_kib_fpdu_matches_the_copy_then_the_crc() {
         let payload = data(130 * RUN + 3, 5);
-        for periods in 0..=130 {
-            for skew in [0, 3] {
-                let payload = &payload[skew..skew + periods * RUN];
-                let prefix = [0xAAu8; 6];
-                let (expected, expected_crc) = reference(0x1234_5678, &prefix, payload);
-                let mut out = prefix.to_vec();
-                let crc = append_periods(0x1234_5678, &mut out, payload, marker);
-                assert_eq!(out, expected, "{periods} periods, skew {skew}");
-                assert_eq!(crc, expected_crc, "{periods} periods, skew {skew}");
+        for covers in [Covers::Wire, Covers::Payload] {
+            for periods in 0..=130 {
+                for skew in [0, 3] {
+                    let payload = &payload[skew..skew + periods * RUN];
+                    let prefix = [0xAAu8; 6];
+                    let (expected, expected_crc) = reference(0x1234_5678, &prefix, payload, covers);
+                    let mut out = prefix.to_vec();
+                    let crc = append_periods(0x1234_5678, &mut out, payload, marker, covers);
+                    let case = format!("{covers:?}, {periods} periods, skew {skew}");
+                    assert_eq!(out, expected, "{case}");
+                    assert_eq!(crc, expected_crc, "{case}");
+                }
             }
         }
     }
@@ -276,11 +391,12 @@ mod tests {
             periods in 0usize..40,
             seed in any::<u32>(),
             prefix in proptest::collection::vec(any::<u8>(), 0..40),
+            covers in prop_oneof![Just(Covers::Wire), Just(Covers::Payload)],
         ) {
             let payload = data(periods * RUN, seed);
-            let (expected, expected_crc) = reference(crc, &prefix, &payload);
+            let (expected, expected_crc) = reference(crc, &prefix, &payload, covers);
             let mut out = prefix.clone();
-            let got = append_periods(crc, &mut out, &payload, marker);
+            let got = append_periods(crc, &mut out, &payload, marker, covers);
             prop_assert_eq!(out, expected);
             prop_assert_eq!(got, expected_crc);
         }

@@ -49,10 +49,10 @@ mod sink;
 mod startup;
 
 pub use any::{AnyDeframer, AnyFramer, FramingError};
-pub(crate) use batch::ControlCrc;
 pub use batch::WireBatch;
 #[cfg(test)]
 pub(crate) use batch::COPY_PAYLOAD_UP_TO;
+pub(crate) use batch::{ControlCrc, Summed};
 pub(crate) use deframer::payload_due;
 pub use deframer::{receive, Deframer, FramingEvent, Next};
 pub use framer::{Framer, TxError};

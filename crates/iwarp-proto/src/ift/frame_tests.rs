@@ -668,6 +668,9 @@ fn tx_params_strategy() -> impl Strategy<Value = TxParams> {
         prop_oneof![
             Just(None),
             (64u16..=2048).prop_map(Some),
+            // MPA's interval, whose whole periods are copied and summed
+            // in one pass.
+            Just(Some(512)),
             Just(Some(u16::MAX))
         ],
         any::<u16>(),

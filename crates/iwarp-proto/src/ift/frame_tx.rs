@@ -19,7 +19,7 @@ use super::marker;
 use super::TxParams;
 use crate::framing::crc::Crc32c;
 use crate::framing::mulpdu::clamp;
-use crate::framing::{Framer, MarkerInterval, TxError, WireBatch, MARKER_LEN};
+use crate::framing::{Framer, MarkerInterval, Summed, TxError, WireBatch, MARKER_LEN};
 
 /// Frames DDP segments into IFT frames for one half-connection.
 #[derive(Debug, Clone)]
@@ -99,14 +99,11 @@ impl Framer for IftTransmitter {
             w.control(&crc.to_wire());
         }
         let first_slice = w.batch.add_slices(payload.len());
-        let mut crc = Crc32c::new();
+        let mut crc = self.params.payload_crc.then(Crc32c::new);
         for (i, slice) in payload.iter().enumerate() {
-            if self.params.payload_crc {
-                crc.update(slice);
-            }
-            w.payload_slice(first_slice + i, slice);
+            w.payload_slice(first_slice + i, slice, crc.as_mut());
         }
-        if self.params.payload_crc {
+        if let Some(crc) = crc {
             w.control(&crc.to_wire());
         }
         self.offset = w.offset;
@@ -187,17 +184,31 @@ impl Writer<'_> {
     }
 
     /// Caller slice `index`, whole (copied if short), or copied with its
-    /// markers.
-    fn payload_slice(&mut self, index: usize, slice: &[u8]) {
+    /// markers; folded into the payload CRC `crc` if there is one.
+    fn payload_slice(&mut self, index: usize, slice: &[u8], crc: Option<&mut Crc32c>) {
         let Some(interval) = self.markers else {
+            if let Some(crc) = crc {
+                crc.update(slice);
+            }
             self.batch.push_payload(index, slice);
             self.offset += slice.len() as u64;
             return;
         };
         let frame_offset = self.frame_offset;
-        self.offset = self.batch.push_marked(interval, self.offset, slice, |at| {
-            marker::encode(marker::frame_ptr(at, frame_offset))
-        });
+        let marker = move |at| marker::encode(marker::frame_ptr(at, frame_offset));
+        self.offset = match crc {
+            // Copied and summed in one pass.
+            Some(crc) => {
+                let mut value = crc.value();
+                let summed = Summed::Payload(&mut value);
+                let offset =
+                    self.batch
+                        .push_marked_summed(interval, self.offset, slice, marker, summed);
+                *crc = Crc32c::resume(value);
+                offset
+            }
+            None => self.batch.push_marked(interval, self.offset, slice, marker),
+        };
     }
 }
 

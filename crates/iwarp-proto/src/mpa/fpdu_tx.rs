@@ -25,7 +25,7 @@ use super::fpdu::{pad_len, CRC_LEN, MAX_ULPDU_LEN, PAD};
 use super::marker::{self, INTERVAL};
 use super::FramingParams;
 use crate::framing::crc::Crc32c;
-use crate::framing::{ControlCrc, Framer, TxError, WireBatch, MARKER_LEN};
+use crate::framing::{ControlCrc, Framer, Summed, TxError, WireBatch, MARKER_LEN};
 
 /// Frames ULPDUs into FPDUs for one half-connection.
 #[derive(Debug, Clone)]
@@ -243,7 +243,7 @@ impl Writer<'_> {
             let marker = |at| marker::encode(marker::fpdu_ptr(at, header_offset));
             self.offset = if self.crc_on {
                 // Copied and summed in one pass.
-                let crc = &mut self.control_crc;
+                let crc = Summed::Wire(&mut self.control_crc);
                 self.batch
                     .push_marked_summed(INTERVAL, self.offset, slice, marker, crc)
             } else {
