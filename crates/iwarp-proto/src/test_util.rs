@@ -19,3 +19,75 @@ pub(crate) fn proptest_cases(default: u32) -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// What [`receive_direct`] got: the payload placed, the first error, and
+/// where the receiver ended in the stream.
+pub(crate) type DirectOutcome = (Vec<u8>, Option<String>, u64);
+
+/// Feeds `wire` to `rx` the way the runtime's direct reads do: framing
+/// octets one at a time, payload in reads of a [`Deframer::layout`] of at
+/// most `read_max` payload octets and `chunk` wire octets (so that a read
+/// can end inside a span), the spans read whole given to
+/// [`Deframer::push_spans`], or one by one if `one_by_one`.
+pub(crate) fn receive_direct<D: crate::framing::Deframer>(
+    rx: &mut D,
+    wire: &[u8],
+    read_max: usize,
+    chunk: usize,
+    one_by_one: bool,
+) -> DirectOutcome {
+    use crate::framing::{push_spans_one_by_one, Next, Span};
+    let mut placed = Vec::new();
+    let mut at = 0;
+    let outcome =
+        |placed, e: Option<D::Error>, rx: &D| (placed, e.map(|e| format!("{e:?}")), rx.offset());
+    while at < wire.len() || (!rx.at_boundary() && rx.next() == Next::Framing) {
+        let spans: Vec<Span> = rx.layout(read_max).collect();
+        if spans.is_empty() {
+            let end = (at + 1).min(wire.len());
+            match rx.push_framing(&wire[at..end]) {
+                Ok((0, None)) if end == at => break,
+                Ok((n, _)) => at += n,
+                Err(e) => return outcome(placed, Some(e), rx),
+            }
+            continue;
+        }
+        let total: usize = spans.iter().map(Span::wire_len).sum();
+        let avail = total.min(wire.len() - at).min(chunk.max(1));
+        let (mut whole, mut wire_len) = (0, 0);
+        let start = placed.len();
+        for span in &spans {
+            if wire_len + span.wire_len() > avail {
+                break;
+            }
+            if let Span::Payload(n) = *span {
+                placed.extend_from_slice(&wire[at + wire_len..at + wire_len + n]);
+            }
+            wire_len += span.wire_len();
+            whole += 1;
+        }
+        let read = &wire[at..at + wire_len];
+        let mut r = if one_by_one {
+            push_spans_one_by_one(rx, read, &spans[..whole])
+        } else {
+            rx.push_spans(read, &spans[..whole])
+        };
+        let left = avail - wire_len;
+        if r.is_ok() && left > 0 {
+            let part = &wire[at + wire_len..at + avail];
+            r = match spans[whole] {
+                Span::Payload(_) => {
+                    placed.extend_from_slice(part);
+                    rx.push_placed(part)
+                }
+                Span::Marker => rx.push_framing(part).map(|_| ()),
+            };
+        }
+        rx.fold_placed(&placed[start..]);
+        if let Err(e) = r {
+            return outcome(placed, Some(e), rx);
+        }
+        at += avail;
+    }
+    outcome(placed, None, rx)
+}

@@ -206,12 +206,12 @@ impl Connection {
                 spans.push(span);
             }
             let marked = marker_count > 0;
+            let spans_len = payload + MARKER_LEN * marker_count;
             let into: &mut [u8] = if marked {
-                let wire = payload + MARKER_LEN * marker_count;
-                if scratch.len() < wire {
-                    scratch.resize(wire, 0);
+                if scratch.len() < spans_len {
+                    scratch.resize(spans_len, 0);
                 }
-                &mut scratch[..wire]
+                &mut scratch[..spans_len]
             } else {
                 &mut dst[..payload]
             };
@@ -225,44 +225,52 @@ impl Connection {
             outcome = Some(Ok(n));
             // Replay what was read through the deframer, in stream order;
             // read into the scratch, payload runs are copied into place.
-            let mut left = n;
-            let mut at = 0;
-            let mut wire_at = 0;
-            for span in spans {
-                if left == 0 {
+            // The spans read whole go to the deframer in one call, a
+            // partial last one after them; the rest went into `tail`.
+            let in_spans = n.min(spans_len);
+            let (mut whole, mut wire_len, mut at) = (0, 0, 0);
+            for span in &spans {
+                if wire_len + span.wire_len() > in_spans {
                     break;
                 }
-                let r = match span {
-                    Span::Payload(len) => {
-                        let k = len.min(left);
+                if let Span::Payload(len) = *span {
+                    if marked {
+                        copy_payload(&mut dst[at..at + len], &scratch[wire_len..wire_len + len]);
+                    }
+                    at += len;
+                }
+                wire_len += span.wire_len();
+                whole += 1;
+            }
+            let wire: &[u8] = if marked {
+                &scratch[..wire_len]
+            } else {
+                &dst[..wire_len]
+            };
+            let mut r = deframer.push_spans(wire, &spans[..whole]);
+            let left = in_spans - wire_len;
+            if r.is_ok() && left > 0 {
+                // Octets of one more span, not all of it.
+                r = match spans[whole] {
+                    Span::Payload(_) => {
                         if marked {
-                            copy_payload(&mut dst[at..at + k], &scratch[wire_at..wire_at + k]);
+                            copy_payload(&mut dst[at..at + left], &scratch[wire_len..in_spans]);
                         }
-                        let r = deframer.push_placed(&dst[at..at + k]);
-                        at += k;
-                        wire_at += k;
-                        left -= k;
-                        r
+                        at += left;
+                        deframer.push_placed(&dst[at - left..at])
                     }
-                    Span::Marker => {
-                        let k = MARKER_LEN.min(left);
-                        left -= k;
-                        let r = deframer
-                            .push_framing(&scratch[wire_at..wire_at + k])
-                            .map(|_| ());
-                        wire_at += k;
-                        r
-                    }
+                    Span::Marker => deframer
+                        .push_framing(&scratch[wire_len..in_spans])
+                        .map(|_| ()),
                 };
-                if let Err(e) = r {
-                    framing_error = Some(e);
-                    break;
-                }
+            }
+            if let Err(e) = r {
+                framing_error = Some(e);
             }
             // The payload runs lie end to end in `dst`: a deframer whose
             // CRC skips its markers folds them in one call.
             deframer.fold_placed(&dst[..at]);
-            tail_len = left;
+            tail_len = n - in_spans;
             at
         });
         let Some(outcome) = outcome else {

@@ -10,7 +10,7 @@
 use super::batch::WireBatch;
 use super::deframer::{Deframer, FramingEvent, Next};
 use super::framer::{Framer, TxError};
-use super::layout::Layout;
+use super::layout::{Layout, Span};
 use super::llp::{LlpError, LlpErrorCode};
 use super::sink::{FeedError, UlpduSink};
 use crate::ift::{IftReceiver, IftRxError, IftTransmitter};
@@ -122,6 +122,10 @@ impl Deframer for AnyDeframer {
     #[inline]
     fn fold_placed(&mut self, placed: &[u8]) {
         forward!(self, r => r.fold_placed(placed))
+    }
+
+    fn push_spans(&mut self, wire: &[u8], spans: &[Span]) -> Result<(), FramingError> {
+        forward!(self, r => r.push_spans(wire, spans).map_err(FramingError::from))
     }
 
     fn header(&self) -> &[u8] {

@@ -20,8 +20,9 @@
 //! After an error a deframer passes nothing more (RFC 5044 §8): every
 //! later call returns the same error.
 
-use super::layout::Layout;
+use super::layout::{Layout, Span};
 use super::llp::LlpError;
+use super::marker::MARKER_LEN;
 use super::sink::{FeedError, UlpduSink};
 
 /// Payload runs handed to the sink in one call at most (8 KiB of payload
@@ -63,6 +64,29 @@ pub enum FramingEvent {
     },
     /// The current PDU is complete and passed every check (CRCs included).
     End,
+}
+
+/// [`Deframer::push_spans`] span by span: its default, and what a
+/// framing's own falls back to for anything its one step does not take.
+pub(crate) fn push_spans_one_by_one<D: Deframer + ?Sized>(
+    deframer: &mut D,
+    wire: &[u8],
+    spans: &[Span],
+) -> Result<(), D::Error> {
+    let mut at = 0;
+    for span in spans {
+        match *span {
+            Span::Payload(n) => {
+                deframer.push_placed(&wire[at..at + n])?;
+                at += n;
+            }
+            Span::Marker => {
+                deframer.push_framing(&wire[at..at + MARKER_LEN])?;
+                at += MARKER_LEN;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The receive side of a framing layer, for one half-connection, fed in
@@ -113,6 +137,23 @@ pub trait Deframer {
     /// the PDU. By default it does nothing (`push_placed` folded them).
     fn fold_placed(&mut self, placed: &[u8]) {
         let _ = placed;
+    }
+
+    /// Records whole [`Span`]s of a [`Deframer::layout`] that the caller
+    /// read in one piece: `wire` is exactly their octets in stream order,
+    /// payload runs and markers, the payload already placed by the caller.
+    /// It is [`Deframer::push_placed`] for each run and
+    /// [`Deframer::push_framing`] for each marker, which is what it does
+    /// by default; a framing may check the markers and take the runs in
+    /// one step instead (with one CRC call over `wire` when its CRC
+    /// covers the markers), with the same outcome.
+    ///
+    /// # Panics
+    ///
+    /// If `wire` is shorter than `spans`, or the spans are not the
+    /// layout's: a caller bug, not a peer's doing.
+    fn push_spans(&mut self, wire: &[u8], spans: &[Span]) -> Result<(), Self::Error> {
+        push_spans_one_by_one(self, wire, spans)
     }
 
     /// The ULPDU octets that came with [`FramingEvent::Begin`], from then

@@ -4,8 +4,9 @@
 //! A runtime that reads payload straight from the socket into its
 //! destination builds one vectored read from a [`Layout`]: payload runs
 //! into the destination, markers into scratch space. It then replays the
-//! same spans through [`super::Deframer::push_payload`] and
-//! [`super::Deframer::push_framing`]. Both framings describe their payload
+//! same spans through [`super::Deframer::push_spans`] (or
+//! [`super::Deframer::push_payload`] and [`super::Deframer::push_framing`]
+//! one by one). Both framings describe their payload
 //! this way, so the runtime builds its reads the same way over either.
 
 use super::marker::{MarkerInterval, MARKER_LEN};
@@ -17,6 +18,52 @@ pub enum Span {
     Payload(usize),
     /// A 4-octet marker.
     Marker,
+}
+
+impl Span {
+    /// Payload octets in the span (0 for a marker).
+    pub const fn payload_len(&self) -> usize {
+        match self {
+            Self::Payload(n) => *n,
+            Self::Marker => 0,
+        }
+    }
+
+    /// Octets the span takes in the stream.
+    pub const fn wire_len(&self) -> usize {
+        match self {
+            Self::Payload(n) => *n,
+            Self::Marker => MARKER_LEN,
+        }
+    }
+}
+
+/// Walks whole `spans` of a layout from stream offset `offset`, `wire`
+/// being exactly their octets: where the stream ends after them and how
+/// many payload octets they hold, if each marker is where `markers` puts
+/// one and `marker_ok` (given its offset and octets) accepts it. What a
+/// deframer checks to take the spans of a direct read in one step.
+pub(crate) fn walk_spans(
+    offset: u64,
+    wire: &[u8],
+    spans: &[Span],
+    markers: Option<MarkerInterval>,
+    marker_ok: impl Fn(u64, [u8; MARKER_LEN]) -> bool,
+) -> Option<(u64, usize)> {
+    let (mut offset, mut at, mut payload) = (offset, 0, 0);
+    for span in spans {
+        if *span == Span::Marker {
+            let octets: [u8; MARKER_LEN] = wire.get(at..at + MARKER_LEN)?.try_into().ok()?;
+            let placed = markers.is_some_and(|i| i.is_marker_at(offset));
+            if !placed || !marker_ok(offset, octets) {
+                return None;
+            }
+        }
+        payload += span.payload_len();
+        at += span.wire_len();
+        offset += span.wire_len() as u64;
+    }
+    (at == wire.len()).then_some((offset, payload))
 }
 
 /// Upcoming payload octets, as the [`Span`]s they occupy in the stream:

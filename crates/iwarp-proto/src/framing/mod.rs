@@ -53,9 +53,10 @@ pub use batch::WireBatch;
 #[cfg(test)]
 pub(crate) use batch::COPY_PAYLOAD_UP_TO;
 pub(crate) use batch::{ControlCrc, Summed};
-pub(crate) use deframer::payload_due;
+pub(crate) use deframer::{payload_due, push_spans_one_by_one};
 pub use deframer::{receive, Deframer, FramingEvent, Next};
 pub use framer::{Framer, TxError};
+pub(crate) use layout::walk_spans;
 pub use layout::{Layout, Span};
 pub use llp::{LlpError, LlpErrorCode};
 pub use marker::{MarkerInterval, MARKER_LEN, MIN_MARKER_INTERVAL};

@@ -36,7 +36,10 @@ use super::marker;
 use super::params::{RxCrc, RxParams};
 use super::IftRxError;
 use crate::framing::crc::{self, Crc32c};
-use crate::framing::{payload_due, Deframer, FramingEvent, Layout, Next, MARKER_LEN};
+use crate::framing::{
+    payload_due, push_spans_one_by_one, walk_spans, Deframer, FramingEvent, Layout, Next, Span,
+    MARKER_LEN,
+};
 
 /// Where the receiver is inside the current frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +126,29 @@ impl IftReceiver {
         self.params
             .markers
             .map_or(usize::MAX, |i| i.room(self.offset))
+    }
+
+    /// Where the stream would be after `spans` (whole, their octets
+    /// `wire`) and their payload octets, if [`Deframer::push_spans`] may take them in one step:
+    /// inside the payload with no marker under way, no more payload than
+    /// it has left, each marker where `spans` puts it and with the
+    /// FramePtr it must have. `None` leaves everything to the span-by-span
+    /// walk, which reports any error as it always has.
+    fn spans_sound(&self, wire: &[u8], spans: &[Span]) -> Option<(u64, usize)> {
+        let Field::Payload { remaining } = self.field else {
+            return None;
+        };
+        if self.failed.is_some() || self.marker.is_some() {
+            return None;
+        }
+        let (end, payload) = walk_spans(
+            self.offset,
+            wire,
+            spans,
+            self.params.markers,
+            |at, octets| marker::decode(octets) == marker::frame_ptr(at, self.frame_offset),
+        )?;
+        (payload <= remaining).then_some((end, payload))
     }
 
     fn fail(&mut self, error: IftRxError) -> IftRxError {
@@ -453,6 +479,24 @@ impl Deframer for IftReceiver {
         if self.params.payload_crc == RxCrc::Checked {
             self.crc.update(placed);
         }
+    }
+
+    /// In one step when the spans start inside the payload and every
+    /// marker says what it must, the markers checked by their offsets; the
+    /// CRC is left to [`Deframer::fold_placed`], as for `push_placed`.
+    fn push_spans(&mut self, wire: &[u8], spans: &[Span]) -> Result<(), IftRxError> {
+        if let Some((end, payload)) = self.spans_sound(wire, spans) {
+            self.offset = end;
+            if let Field::Payload { remaining } = self.field {
+                let remaining = remaining - payload;
+                self.field = Field::Payload { remaining };
+                if remaining == 0 {
+                    self.after_payload();
+                }
+            }
+            return Ok(());
+        }
+        push_spans_one_by_one(self, wire, spans)
     }
 
     fn header(&self) -> &[u8] {

@@ -661,6 +661,52 @@ fn a_sink_error_stops_the_feed() {
     );
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(crate::test_util::proptest_cases(128)))]
+
+    /// The spans of a direct read taken in one step end exactly as taken
+    /// one by one, whatever the frames, the reads and a damaged octet:
+    /// the same payload, the same error, the same stream position.
+    #[test]
+    fn spans_in_one_step_end_as_one_by_one(
+        params in tx_params_strategy(),
+        frames in frames_strategy(),
+        offset in 0u64..5000,
+        read_max in prop_oneof![1usize..600, Just(usize::MAX)],
+        chunk in prop_oneof![1usize..3000, Just(usize::MAX)],
+        damage in proptest::option::of((any::<prop::sample::Index>(), 0u8..8, any::<bool>())),
+    ) {
+        let mut tx = IftTransmitter::at_offset(params, offset);
+        let mut wire = transmit(&mut tx, &frames);
+        if let Some((at, bit, on_marker)) = damage {
+            // Half the time an octet of a marker, which are few.
+            let markers: Vec<usize> = match params.markers {
+                Some(i) if on_marker => (0..wire.len())
+                    .filter(|&k| i.is_marker_at(offset + (k as u64 & !3)))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let at = if markers.is_empty() {
+                at.index(wire.len())
+            } else {
+                markers[at.index(markers.len())]
+            };
+            wire[at] ^= 1 << bit;
+        }
+        let run = |one_by_one| {
+            let mut rx = IftReceiver::at_offset(params.checked_by_peer(), offset);
+            crate::test_util::receive_direct(&mut rx, &wire, read_max, chunk, one_by_one)
+        };
+        let fast = run(false);
+        prop_assert_eq!(&fast, &run(true));
+        if damage.is_none() {
+            let payloads: Vec<u8> = frames.iter().flat_map(|f| f.1.clone()).collect();
+            prop_assert_eq!(fast.0, payloads);
+            prop_assert_eq!(fast.1, None);
+        }
+    }
+}
+
 fn tx_params_strategy() -> impl Strategy<Value = TxParams> {
     (
         any::<bool>(),

@@ -30,7 +30,8 @@ use super::marker::{self, INTERVAL};
 use super::FramingParams;
 use crate::framing::crc::{self, Crc32c};
 use crate::framing::{
-    payload_due, Deframer, FeedError, FramingEvent, Layout, Next, UlpduSink, MARKER_LEN,
+    payload_due, push_spans_one_by_one, walk_spans, Deframer, FeedError, FramingEvent, Layout,
+    Next, Span, UlpduSink, MARKER_LEN,
 };
 
 /// Where the receiver is inside the current FPDU.
@@ -101,6 +102,34 @@ impl FpduReceiver {
             fpdus: 0,
             placement: Placement::Direct,
         }
+    }
+
+    /// Where the stream would be after `spans` (whole, their octets
+    /// `wire`) and their payload octets, if [`Deframer::push_spans`] may take them in one step:
+    /// inside the ULPDU with no marker under way, no more payload than it
+    /// has left, each marker where `spans` puts it and with the FPDUPTR it
+    /// must have. `None` leaves everything to the span-by-span walk, which
+    /// reports any error as it always has.
+    fn spans_sound(&self, wire: &[u8], spans: &[Span]) -> Option<(u64, usize)> {
+        let Field::Ulpdu { remaining } = self.field else {
+            return None;
+        };
+        if self.failed.is_some() || self.marker.is_some() {
+            return None;
+        }
+        let (end, payload) = walk_spans(
+            self.offset,
+            wire,
+            spans,
+            self.markers.then_some(INTERVAL),
+            |at, octets| {
+                marker::fpdu_ptr_matches(
+                    marker::decode(octets),
+                    marker::fpdu_ptr(at, self.header_offset),
+                )
+            },
+        )?;
+        (payload <= remaining).then_some((end, payload))
     }
 
     /// Whether a marker starts at the next octet.
@@ -380,6 +409,25 @@ impl Deframer for FpduReceiver {
             self.after_ulpdu();
         }
         Ok(())
+    }
+
+    /// In one step when the spans start inside the ULPDU and every
+    /// marker says what it must: the markers checked by their offsets, and
+    /// the CRC over `wire` in one call (MPA's covers its markers).
+    fn push_spans(&mut self, wire: &[u8], spans: &[Span]) -> Result<(), MpaError> {
+        if let Some((end, payload)) = self.spans_sound(wire, spans) {
+            self.fold(wire);
+            self.offset = end;
+            if let Field::Ulpdu { remaining } = self.field {
+                let remaining = remaining - payload;
+                self.field = Field::Ulpdu { remaining };
+                if remaining == 0 {
+                    self.after_ulpdu();
+                }
+            }
+            return Ok(());
+        }
+        push_spans_one_by_one(self, wire, spans)
     }
 
     fn header(&self) -> &[u8] {

@@ -583,6 +583,51 @@ fn layout_spans_cover_the_ulpdu_around_markers() {
     assert_eq!(rx.layout(100).count(), 0);
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(crate::test_util::proptest_cases(128)))]
+
+    /// The spans of a direct read taken in one step end exactly as taken
+    /// one by one, whatever the FPDUs, the reads and a damaged octet:
+    /// the same payload, the same error, the same stream position.
+    #[test]
+    fn spans_in_one_step_end_as_one_by_one(
+        params in params_strategy(),
+        ulpdus in ulpdus_strategy(),
+        offset in (0u64..1024).prop_map(|o| o * 4),
+        read_max in prop_oneof![1usize..600, Just(usize::MAX)],
+        chunk in prop_oneof![1usize..3000, Just(usize::MAX)],
+        damage in proptest::option::of((any::<prop::sample::Index>(), 0u8..8, any::<bool>())),
+    ) {
+        let mut tx = FpduTransmitter::at_offset(params, offset);
+        let mut wire = transmit(&mut tx, &ulpdus);
+        if let Some((at, bit, on_marker)) = damage {
+            // Half the time an octet of a marker, which are few.
+            let markers: Vec<usize> = match params.receive_markers.then_some(crate::framing::MarkerInterval::DEFAULT) {
+                Some(i) if on_marker => (0..wire.len())
+                    .filter(|&k| i.is_marker_at(offset + (k as u64 & !3)))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let at = if markers.is_empty() {
+                at.index(wire.len())
+            } else {
+                markers[at.index(markers.len())]
+            };
+            wire[at] ^= 1 << bit;
+        }
+        let run = |one_by_one| {
+            let mut rx = FpduReceiver::at_offset(params, offset);
+            crate::test_util::receive_direct(&mut rx, &wire, read_max, chunk, one_by_one)
+        };
+        let fast = run(false);
+        prop_assert_eq!(&fast, &run(true));
+        if damage.is_none() {
+            prop_assert_eq!(fast.0, ulpdus.concat());
+            prop_assert_eq!(fast.1, None);
+        }
+    }
+}
+
 fn params_strategy() -> impl Strategy<Value = FramingParams> {
     (any::<bool>(), any::<bool>()).prop_map(|(crc, markers)| FramingParams {
         crc,
