@@ -10,6 +10,41 @@ pub(crate) fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
+/// `len` octets that look random and differ with `seed`: input for the
+/// CRC loops, whose lanes and streams must each see different octets.
+pub(crate) fn scrambled(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+/// Flips bit `bit` of one octet of `wire`, a stream from offset `offset`:
+/// the `at`-th of all, or with `on_marker` the `at`-th of the octets of
+/// the markers `markers` puts there (markers are few, and a fault in one
+/// takes paths a fault elsewhere does not).
+pub(crate) fn damage(
+    wire: &mut [u8],
+    offset: u64,
+    markers: Option<crate::framing::MarkerInterval>,
+    (at, bit, on_marker): (proptest::sample::Index, u8, bool),
+) {
+    let marker_octets: Vec<usize> = match markers {
+        Some(i) if on_marker => (0..wire.len())
+            .filter(|&k| {
+                let at = offset + k as u64;
+                (0..4).any(|j| j <= at && i.is_marker_at(at - j))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let at = if marker_octets.is_empty() {
+        at.index(wire.len())
+    } else {
+        marker_octets[at.index(marker_octets.len())]
+    };
+    wire[at] ^= 1 << bit;
+}
+
 /// Cases for a property test: `default`, or `PROPTEST_CASES` when it is
 /// set, so that one variable runs every property test longer (a config
 /// that names its count, as `with_cases` does, would ignore it).

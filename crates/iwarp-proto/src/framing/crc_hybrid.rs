@@ -365,13 +365,8 @@ fn join_streams(mut state: u32, crcs: [u64; 3], stream_len: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::scrambled as data;
     use proptest::prelude::*;
-
-    fn data(len: usize, seed: u32) -> Vec<u8> {
-        (0..len as u32)
-            .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
-            .collect()
-    }
 
     #[test]
     fn constants_are_powers_of_x() {

@@ -338,13 +338,8 @@ mod fused {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::scrambled as data;
     use proptest::prelude::*;
-
-    fn data(len: usize, seed: u32) -> Vec<u8> {
-        (0..len as u32)
-            .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
-            .collect()
-    }
 
     fn marker(i: usize) -> [u8; MARKER_LEN] {
         (0x0102_0304u32.wrapping_mul(i as u32 + 1)).to_be_bytes()

@@ -39,14 +39,17 @@ impl Span {
 }
 
 /// Walks whole `spans` of a layout from stream offset `offset`, `wire`
-/// being exactly their octets: where the stream ends after them and how
-/// many payload octets they hold, if each marker is where `markers` puts
-/// one and `marker_ok` (given its offset and octets) accepts it. What a
-/// deframer checks to take the spans of a direct read in one step.
+/// being exactly their octets, `remaining` payload octets left in the
+/// PDU: where the stream ends after them and the payload octets left
+/// then, if they hold no more than `remaining`, and each marker is where
+/// `markers` puts one and `marker_ok` (given its offset and octets)
+/// accepts it. What a deframer checks to take the spans of a direct read
+/// in one step.
 pub(crate) fn walk_spans(
     offset: u64,
     wire: &[u8],
     spans: &[Span],
+    remaining: usize,
     markers: Option<MarkerInterval>,
     marker_ok: impl Fn(u64, [u8; MARKER_LEN]) -> bool,
 ) -> Option<(u64, usize)> {
@@ -63,7 +66,8 @@ pub(crate) fn walk_spans(
         at += span.wire_len();
         offset += span.wire_len() as u64;
     }
-    (at == wire.len()).then_some((offset, payload))
+    let left = remaining.checked_sub(payload)?;
+    (at == wire.len()).then_some((offset, left))
 }
 
 /// Upcoming payload octets, as the [`Span`]s they occupy in the stream:

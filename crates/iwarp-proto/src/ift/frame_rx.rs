@@ -128,29 +128,6 @@ impl IftReceiver {
             .map_or(usize::MAX, |i| i.room(self.offset))
     }
 
-    /// Where the stream would be after `spans` (whole, their octets
-    /// `wire`) and their payload octets, if [`Deframer::push_spans`] may take them in one step:
-    /// inside the payload with no marker under way, no more payload than
-    /// it has left, each marker where `spans` puts it and with the
-    /// FramePtr it must have. `None` leaves everything to the span-by-span
-    /// walk, which reports any error as it always has.
-    fn spans_sound(&self, wire: &[u8], spans: &[Span]) -> Option<(u64, usize)> {
-        let Field::Payload { remaining } = self.field else {
-            return None;
-        };
-        if self.failed.is_some() || self.marker.is_some() {
-            return None;
-        }
-        let (end, payload) = walk_spans(
-            self.offset,
-            wire,
-            spans,
-            self.params.markers,
-            |at, octets| marker::decode(octets) == marker::frame_ptr(at, self.frame_offset),
-        )?;
-        (payload <= remaining).then_some((end, payload))
-    }
-
     fn fail(&mut self, error: IftRxError) -> IftRxError {
         self.failed = Some(error);
         error
@@ -481,22 +458,35 @@ impl Deframer for IftReceiver {
         }
     }
 
-    /// In one step when the spans start inside the payload and every
-    /// marker says what it must, the markers checked by their offsets; the
-    /// CRC is left to [`Deframer::fold_placed`], as for `push_placed`.
+    /// In one step when the spans start inside the payload, with no
+    /// marker under way, and every marker says what it must (its FramePtr
+    /// checked by its offset); the CRC is left to
+    /// [`Deframer::fold_placed`], as for `push_placed`. Anything else goes
+    /// span by span, which reports any error as it always has.
     fn push_spans(&mut self, wire: &[u8], spans: &[Span]) -> Result<(), IftRxError> {
-        if let Some((end, payload)) = self.spans_sound(wire, spans) {
-            self.offset = end;
-            if let Field::Payload { remaining } = self.field {
-                let remaining = remaining - payload;
-                self.field = Field::Payload { remaining };
-                if remaining == 0 {
-                    self.after_payload();
-                }
+        let sound = match self.field {
+            Field::Payload { remaining } if self.failed.is_none() && self.marker.is_none() => {
+                let frame = self.frame_offset;
+                walk_spans(
+                    self.offset,
+                    wire,
+                    spans,
+                    remaining,
+                    self.params.markers,
+                    |at, m| marker::decode(m) == marker::frame_ptr(at, frame),
+                )
             }
-            return Ok(());
+            _ => None,
+        };
+        let Some((end, remaining)) = sound else {
+            return push_spans_one_by_one(self, wire, spans);
+        };
+        self.offset = end;
+        self.field = Field::Payload { remaining };
+        if remaining == 0 {
+            self.after_payload();
         }
-        push_spans_one_by_one(self, wire, spans)
+        Ok(())
     }
 
     fn header(&self) -> &[u8] {

@@ -678,20 +678,9 @@ proptest! {
     ) {
         let mut tx = IftTransmitter::at_offset(params, offset);
         let mut wire = transmit(&mut tx, &frames);
-        if let Some((at, bit, on_marker)) = damage {
-            // Half the time an octet of a marker, which are few.
-            let markers: Vec<usize> = match params.markers {
-                Some(i) if on_marker => (0..wire.len())
-                    .filter(|&k| i.is_marker_at(offset + (k as u64 & !3)))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let at = if markers.is_empty() {
-                at.index(wire.len())
-            } else {
-                markers[at.index(markers.len())]
-            };
-            wire[at] ^= 1 << bit;
+        if let Some(damage) = damage {
+            // Half the time an octet of a marker.
+            crate::test_util::damage(&mut wire, offset, params.markers, damage);
         }
         let run = |one_by_one| {
             let mut rx = IftReceiver::at_offset(params.checked_by_peer(), offset);

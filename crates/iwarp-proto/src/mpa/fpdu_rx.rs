@@ -104,34 +104,6 @@ impl FpduReceiver {
         }
     }
 
-    /// Where the stream would be after `spans` (whole, their octets
-    /// `wire`) and their payload octets, if [`Deframer::push_spans`] may take them in one step:
-    /// inside the ULPDU with no marker under way, no more payload than it
-    /// has left, each marker where `spans` puts it and with the FPDUPTR it
-    /// must have. `None` leaves everything to the span-by-span walk, which
-    /// reports any error as it always has.
-    fn spans_sound(&self, wire: &[u8], spans: &[Span]) -> Option<(u64, usize)> {
-        let Field::Ulpdu { remaining } = self.field else {
-            return None;
-        };
-        if self.failed.is_some() || self.marker.is_some() {
-            return None;
-        }
-        let (end, payload) = walk_spans(
-            self.offset,
-            wire,
-            spans,
-            self.markers.then_some(INTERVAL),
-            |at, octets| {
-                marker::fpdu_ptr_matches(
-                    marker::decode(octets),
-                    marker::fpdu_ptr(at, self.header_offset),
-                )
-            },
-        )?;
-        (payload <= remaining).then_some((end, payload))
-    }
-
     /// Whether a marker starts at the next octet.
     fn marker_due(&self) -> bool {
         self.markers && self.marker.is_none() && INTERVAL.is_marker_at(self.offset)
@@ -411,23 +383,32 @@ impl Deframer for FpduReceiver {
         Ok(())
     }
 
-    /// In one step when the spans start inside the ULPDU and every
-    /// marker says what it must: the markers checked by their offsets, and
-    /// the CRC over `wire` in one call (MPA's covers its markers).
+    /// In one step when the spans start inside the ULPDU, with no marker
+    /// under way, and every marker says what it must (its FPDUPTR checked
+    /// by its offset), the CRC over `wire` in one call (MPA's covers its
+    /// markers). Anything else goes span by span, which reports any error
+    /// as it always has.
     fn push_spans(&mut self, wire: &[u8], spans: &[Span]) -> Result<(), MpaError> {
-        if let Some((end, payload)) = self.spans_sound(wire, spans) {
-            self.fold(wire);
-            self.offset = end;
-            if let Field::Ulpdu { remaining } = self.field {
-                let remaining = remaining - payload;
-                self.field = Field::Ulpdu { remaining };
-                if remaining == 0 {
-                    self.after_ulpdu();
-                }
+        let sound = match self.field {
+            Field::Ulpdu { remaining } if self.failed.is_none() && self.marker.is_none() => {
+                let header = self.header_offset;
+                let markers = self.markers.then_some(INTERVAL);
+                walk_spans(self.offset, wire, spans, remaining, markers, |at, m| {
+                    marker::fpdu_ptr_matches(marker::decode(m), marker::fpdu_ptr(at, header))
+                })
             }
-            return Ok(());
+            _ => None,
+        };
+        let Some((end, remaining)) = sound else {
+            return push_spans_one_by_one(self, wire, spans);
+        };
+        self.fold(wire);
+        self.offset = end;
+        self.field = Field::Ulpdu { remaining };
+        if remaining == 0 {
+            self.after_ulpdu();
         }
-        push_spans_one_by_one(self, wire, spans)
+        Ok(())
     }
 
     fn header(&self) -> &[u8] {
