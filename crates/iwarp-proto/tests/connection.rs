@@ -498,6 +498,42 @@ fn a_source_invalidated_in_the_middle_of_a_batch_loses_the_connection() {
     assert_eq!(status(&pair.a, 1), [CompletionStatus::FatalError]);
 }
 
+/// A small payload is copied into the batch when it is framed, its region
+/// locked then: invalidated while the batch is partly written, it is
+/// sent whole all the same (its octets were read before the revocation),
+/// and the connection goes on.
+#[test]
+fn a_copied_payload_invalidated_in_the_middle_of_a_batch_is_sent_whole() {
+    let mut pair = ConnPair::mpa(13, PLAIN, Placement::Verified, [Reading::Staged; 2]);
+    let inbox = pair.b.region(100, Access::LOCAL_WRITE, 0);
+    pair.b.recv(2, inbox.sge(0, 100));
+    let out = pair.a.region(100, Access::empty(), 1);
+    pair.a.send(1, out.sge(0, 100));
+    // Takes what a offers (at most `max` octets) into the pipe to b.
+    let take = |pair: &mut ConnPair, max: usize| {
+        let mut wire = Vec::new();
+        let r = pair.a.conn.poll_transmit(|iov| {
+            iov.iter().for_each(|s| wire.extend_from_slice(s));
+            wire.truncate(max);
+            wire.len()
+        });
+        if let Some(n) = r {
+            pair.a.conn.handle_written(n);
+            pair.ab.bytes.extend(&wire);
+        }
+        r
+    };
+    assert_eq!(take(&mut pair, 10), Some(10));
+    pair.a.table.invalidate(out.stag).unwrap();
+    // The rest of the batch, all of it, after the invalidation.
+    assert!(take(&mut pair, usize::MAX).is_some_and(|n| n > 90));
+    assert_eq!(pair.a.conn.error(), None);
+    pair.drive();
+    assert_eq!(ok(&pair.b, 2).byte_len, 100);
+    assert_eq!(ok(&pair.a, 1).byte_len, 100);
+    assert_eq!(pair.a.conn.error(), None);
+}
+
 // ------------------------------------------- errors and Terminates
 
 /// A damaged FPDU in the middle of the stream (after a good one): the

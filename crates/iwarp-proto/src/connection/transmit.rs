@@ -139,14 +139,18 @@ impl TxHalf {
     /// Calls `write` with the unwritten octets of the pending batch as
     /// slices, payload borrowed from the regions, which stay locked for
     /// the call. Fails if a source region was invalidated since the batch
-    /// was framed.
+    /// was framed. A batch that borrows nothing (every payload copied in
+    /// when it was framed, its region locked then: small payloads, and
+    /// all with markers) locks nothing: its octets were read already.
     pub(super) fn write_with<R>(
         &self,
         write: impl FnOnce(&[IoSlice<'_>]) -> R,
     ) -> Result<R, AccessViolation> {
         let mut guards: ArrayVec<LockedTransmit<'_>, MAX_BATCH_ULPDUS> = ArrayVec::new();
-        for t in &self.pending {
-            guards.push(t.lock()?);
+        if self.batch.borrows() {
+            for t in &self.pending {
+                guards.push(t.lock()?);
+            }
         }
         // The batch holds the headers; it refers to the payloads.
         let mut slices: ArrayVec<&[u8], MAX_BATCH_ULPDUS> = ArrayVec::new();

@@ -116,6 +116,13 @@ impl WireBatch {
         self.pieces.len()
     }
 
+    /// Whether any piece is a range of a caller slice (rather than the
+    /// batch's own octets): whether [`WireBatch::pieces`] needs the
+    /// slices at all.
+    pub fn borrows(&self) -> bool {
+        self.pieces.iter().any(|p| matches!(p, Piece::Ulpdu { .. }))
+    }
+
     /// Number of caller slices the batch refers to: the length `slices`
     /// must have in [`WireBatch::pieces`].
     pub fn slice_count(&self) -> usize {
