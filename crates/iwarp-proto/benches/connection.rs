@@ -9,7 +9,10 @@
 //!   with and without markers, in FPDUs as large as loopback allows and
 //!   as Ethernet's (`_emss1448`): the bandwidth tests' engine work per
 //!   message (both ends; the copy into the "wire" stands in for the
-//!   kernel's, which plain TCP pays too).
+//!   kernel's, which plain TCP pays too). The `_direct` variants place as
+//!   the runtime does with `Placement::Direct`: payload read straight into
+//!   the region with `Connection::read_direct` (through a scratch buffer
+//!   with markers), the rest staged.
 
 #![allow(missing_docs)]
 
@@ -19,6 +22,7 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use iwarp_proto::connection::{Connection, ConnectionConfig, Event};
+use iwarp_proto::memory::copy::copy_payload;
 use iwarp_proto::memory::{Access, MemoryBuffer, MemoryTable, RegionSpec, StreamId};
 use iwarp_proto::mpa::startup::{Established, Revision, Role};
 use iwarp_proto::mpa::{FramingParams, Placement};
@@ -29,6 +33,11 @@ const BULK_SIZE: u32 = 64 * 1024;
 
 struct End {
     conn: Connection,
+    /// Whether payload is read straight into its region (`read_direct`).
+    direct: bool,
+    /// Octets staged for `handle_input`, and a direct read's tail.
+    staged: Vec<u8>,
+    tail: Vec<u8>,
     /// Source of Sends and Writes, and of the Read Responses it serves.
     out: Sge,
     /// Target of Sends, Writes and Read Responses.
@@ -37,7 +46,12 @@ struct End {
 }
 
 impl End {
-    fn new(role: Role, stream: u64, now: Instant, size: u32, markers: bool, emss: usize) -> Self {
+    fn new(role: Role, stream: u64, now: Instant, size: u32, bulk: BulkSetup) -> Self {
+        let BulkSetup {
+            markers,
+            emss,
+            direct,
+        } = bulk;
         let table = Arc::new(MemoryTable::with_seed(stream));
         let pd = table.alloc_pd();
         let region = |access| {
@@ -67,11 +81,19 @@ impl End {
             private_data: Vec::new(),
         };
         let qp = QueuePairConfig::new(pd, StreamId(stream));
-        let mut config = ConnectionConfig::mpa(&established, Placement::Verified, qp);
+        let placement = if direct {
+            Placement::Direct
+        } else {
+            Placement::Verified
+        };
+        let mut config = ConnectionConfig::mpa(&established, placement, qp);
         config.emss = emss;
         let conn = Connection::new(config, table, now).unwrap();
         Self {
             conn,
+            direct,
+            staged: Vec::with_capacity(2 * size as usize + 4096),
+            tail: vec![0; 4096],
             out,
             inbox,
             wire: Vec::with_capacity(2 * size as usize + 4096),
@@ -96,7 +118,45 @@ impl End {
     /// Takes `peer`'s octets in; returns the completions of `wr_id`.
     fn receive_from(&mut self, now: Instant, peer: &End, wr_id: u64) -> usize {
         let wire = &peer.wire;
-        assert_eq!(self.conn.handle_input(now, wire), wire.len());
+        if !self.direct {
+            assert_eq!(self.conn.handle_input(now, wire), wire.len());
+            return self.completions(wr_id);
+        }
+        // As the runtime reads: straight into the region while a PDU has
+        // payload to come, else staged a tail's worth at a time.
+        let mut at = 0;
+        self.staged.clear();
+        loop {
+            if self.conn.direct_payload() > 0 && at < wire.len() {
+                let source = &wire[at..];
+                let r = self
+                    .conn
+                    .read_direct(now, usize::MAX, &mut self.tail, |iov| {
+                        let mut k = 0;
+                        for s in iov.iter_mut() {
+                            let m = s.len().min(source.len() - k);
+                            // As the kernel copies: at any skew (glibc's
+                            // `rep movsb` is 15 times slower at some).
+                            copy_payload(&mut s[..m], &source[k..k + m]);
+                            k += m;
+                        }
+                        Ok::<usize, ()>(k)
+                    });
+                let d = r.unwrap().expect("a region to read into");
+                at += d.octets;
+                self.staged.extend_from_slice(&self.tail[..d.tail]);
+            } else if at < wire.len() {
+                let n = (wire.len() - at).min(self.tail.len());
+                self.staged.extend_from_slice(&wire[at..at + n]);
+                at += n;
+            }
+            let used = self.conn.handle_input(now, &self.staged);
+            self.staged.drain(..used);
+            if at == wire.len() && used == 0 {
+                break;
+            }
+        }
+        assert!(self.staged.is_empty());
         self.completions(wr_id)
     }
 
@@ -119,16 +179,33 @@ const LOOPBACK_EMSS: usize = 65483;
 /// The EMSS over Ethernet with a 1500-octet MTU and TCP timestamps.
 const ETHERNET_EMSS: usize = 1448;
 
+/// How the ends of a bulk bench frame and place.
+#[derive(Clone, Copy)]
+struct BulkSetup {
+    markers: bool,
+    emss: usize,
+    /// `Placement::Direct`, read as the runtime does.
+    direct: bool,
+}
+
+impl BulkSetup {
+    const PLAIN: Self = Self {
+        markers: false,
+        emss: LOOPBACK_EMSS,
+        direct: false,
+    };
+}
+
 /// Two connected ends, the octets between them handed over in memory.
-fn pair(size: u32, markers: bool, emss: usize) -> (Instant, End, End) {
+fn pair(size: u32, bulk: BulkSetup) -> (Instant, End, End) {
     let now = Instant::now();
-    let a = End::new(Role::Initiator, 1, now, size, markers, emss);
-    let b = End::new(Role::Responder, 2, now, size, markers, emss);
+    let a = End::new(Role::Initiator, 1, now, size, bulk);
+    let b = End::new(Role::Responder, 2, now, size, bulk);
     (now, a, b)
 }
 
 fn ping_pong(c: &mut Criterion) {
-    let (now, mut a, mut b) = pair(PING_SIZE, false, LOOPBACK_EMSS);
+    let (now, mut a, mut b) = pair(PING_SIZE, BulkSetup::PLAIN);
     // The responder's first receive, before anything arrives.
     b.conn.post_recv(2, b.inbox).unwrap();
     let mut g = c.benchmark_group("connection");
@@ -165,20 +242,29 @@ fn bulk(c: &mut Criterion) {
         ("send", Bulk::Send),
         ("read", Bulk::Read),
     ] {
-        for (markers, emss) in [
-            (false, LOOPBACK_EMSS),
-            (true, LOOPBACK_EMSS),
-            (false, ETHERNET_EMSS),
-        ] {
-            let (now, mut a, mut b) = pair(BULK_SIZE, markers, emss);
+        let setups = [
+            (false, LOOPBACK_EMSS, false),
+            (true, LOOPBACK_EMSS, false),
+            (false, ETHERNET_EMSS, false),
+            (false, LOOPBACK_EMSS, true),
+            (true, LOOPBACK_EMSS, true),
+        ];
+        for (markers, emss, direct) in setups {
+            let bulk = BulkSetup {
+                markers,
+                emss,
+                direct,
+            };
+            let (now, mut a, mut b) = pair(BULK_SIZE, bulk);
             let id = format!(
-                "{name}_64KiB{}{}",
+                "{name}_64KiB{}{}{}",
                 if markers { "_markers" } else { "" },
                 if emss == ETHERNET_EMSS {
                     "_emss1448"
                 } else {
                     ""
-                }
+                },
+                if direct { "_direct" } else { "" },
             );
             g.bench_function(id, |bench| {
                 bench.iter(|| match op {
