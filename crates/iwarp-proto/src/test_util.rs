@@ -71,7 +71,7 @@ pub(crate) fn receive_direct<D: crate::framing::Deframer>(
     chunk: usize,
     one_by_one: bool,
 ) -> DirectOutcome {
-    use crate::framing::{push_spans_one_by_one, Next, Span};
+    use crate::framing::{push_spans_one_by_one, replay_read, Next, Span};
     let mut placed = Vec::new();
     let mut at = 0;
     let outcome =
@@ -89,35 +89,14 @@ pub(crate) fn receive_direct<D: crate::framing::Deframer>(
         }
         let total: usize = spans.iter().map(Span::wire_len).sum();
         let avail = total.min(wire.len() - at).min(chunk.max(1));
-        let (mut whole, mut wire_len) = (0, 0);
-        let start = placed.len();
-        for span in &spans {
-            if wire_len + span.wire_len() > avail {
-                break;
-            }
-            if let Span::Payload(n) = *span {
-                placed.extend_from_slice(&wire[at + wire_len..at + wire_len + n]);
-            }
-            wire_len += span.wire_len();
-            whole += 1;
-        }
-        let read = &wire[at..at + wire_len];
-        let mut r = if one_by_one {
-            push_spans_one_by_one(rx, read, &spans[..whole])
+        let push = if one_by_one {
+            push_spans_one_by_one::<D>
         } else {
-            rx.push_spans(read, &spans[..whole])
+            D::push_spans
         };
-        let left = avail - wire_len;
-        if r.is_ok() && left > 0 {
-            let part = &wire[at + wire_len..at + avail];
-            r = match spans[whole] {
-                Span::Payload(_) => {
-                    placed.extend_from_slice(part);
-                    rx.push_placed(part)
-                }
-                Span::Marker => rx.push_framing(part).map(|_| ()),
-            };
-        }
+        let start = placed.len();
+        let read = &wire[at..at + avail];
+        let r = replay_read(rx, read, &spans, push, |run| placed.extend_from_slice(run));
         rx.fold_placed(&placed[start..]);
         if let Err(e) = r {
             return outcome(placed, Some(e), rx);

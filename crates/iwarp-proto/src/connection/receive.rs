@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use arrayvec::ArrayVec;
 
-use crate::framing::{Deframer, FeedError, LlpErrorCode, Span, MARKER_LEN};
+use crate::framing::{replay_read, Deframer, FeedError, LlpErrorCode, Span, MARKER_LEN};
 use crate::memory::copy::copy_payload;
 use crate::mpa::Placement;
 
@@ -225,45 +225,31 @@ impl Connection {
             outcome = Some(Ok(n));
             // Replay what was read through the deframer, in stream order;
             // read into the scratch, payload runs are copied into place.
-            // The spans read whole go to the deframer in one call, a
-            // partial last one after them; the rest went into `tail`.
+            // The rest of the read went into `tail`.
             let in_spans = n.min(spans_len);
-            let (mut whole, mut wire_len, mut at) = (0, 0, 0);
-            for span in &spans {
-                if wire_len + span.wire_len() > in_spans {
-                    break;
-                }
-                if let Span::Payload(len) = *span {
-                    if marked {
-                        copy_payload(&mut dst[at..at + len], &scratch[wire_len..wire_len + len]);
-                    }
-                    at += len;
-                }
-                wire_len += span.wire_len();
-                whole += 1;
-            }
-            let wire: &[u8] = if marked {
-                &scratch[..wire_len]
+            let mut at = 0;
+            let r = if marked {
+                replay_read(
+                    deframer,
+                    &scratch[..in_spans],
+                    &spans,
+                    Deframer::push_spans,
+                    |run| {
+                        copy_payload(&mut dst[at..at + run.len()], run);
+                        at += run.len();
+                    },
+                )
             } else {
-                &dst[..wire_len]
+                replay_read(
+                    deframer,
+                    &dst[..in_spans],
+                    &spans,
+                    Deframer::push_spans,
+                    |run| {
+                        at += run.len();
+                    },
+                )
             };
-            let mut r = deframer.push_spans(wire, &spans[..whole]);
-            let left = in_spans - wire_len;
-            if r.is_ok() && left > 0 {
-                // Octets of one more span, not all of it.
-                r = match spans[whole] {
-                    Span::Payload(_) => {
-                        if marked {
-                            copy_payload(&mut dst[at..at + left], &scratch[wire_len..in_spans]);
-                        }
-                        at += left;
-                        deframer.push_placed(&dst[at - left..at])
-                    }
-                    Span::Marker => deframer
-                        .push_framing(&scratch[wire_len..in_spans])
-                        .map(|_| ()),
-                };
-            }
             if let Err(e) = r {
                 framing_error = Some(e);
             }

@@ -89,6 +89,50 @@ pub(crate) fn push_spans_one_by_one<D: Deframer + ?Sized>(
     Ok(())
 }
 
+/// A way to record whole spans: [`Deframer::push_spans`] or
+/// [`push_spans_one_by_one`].
+pub(crate) type PushSpans<D> = fn(&mut D, &[u8], &[Span]) -> Result<(), <D as Deframer>::Error>;
+
+/// Replays one direct read through `deframer`: `read` holds the stream
+/// octets of the first of `spans`, and may end inside a span. Each payload
+/// run read goes to `place` first, in order; then the spans read whole go
+/// to `push` in one call ([`Deframer::push_spans`], or
+/// [`push_spans_one_by_one`]) and a partial last one span by span. What
+/// the runtime's direct reads do, and the tests that model them.
+pub(crate) fn replay_read<D: Deframer + ?Sized>(
+    deframer: &mut D,
+    read: &[u8],
+    spans: &[Span],
+    push: PushSpans<D>,
+    mut place: impl FnMut(&[u8]),
+) -> Result<(), D::Error> {
+    let (mut whole, mut wire_len) = (0, 0);
+    for span in spans {
+        let end = wire_len + span.wire_len();
+        if end > read.len() {
+            break;
+        }
+        if let Span::Payload(_) = span {
+            place(&read[wire_len..end]);
+        }
+        wire_len = end;
+        whole += 1;
+    }
+    push(deframer, &read[..wire_len], &spans[..whole])?;
+    let part = &read[wire_len..];
+    if part.is_empty() {
+        return Ok(());
+    }
+    // Octets of one more span, not all of it.
+    match spans[whole] {
+        Span::Payload(_) => {
+            place(part);
+            deframer.push_placed(part)
+        }
+        Span::Marker => deframer.push_framing(part).map(|_| ()),
+    }
+}
+
 /// The receive side of a framing layer, for one half-connection, fed in
 /// stream order: MPA's [`crate::mpa::FpduReceiver`] or IFT's
 /// [`crate::ift::IftReceiver`]. See the module documentation.

@@ -53,7 +53,7 @@ pub use batch::WireBatch;
 #[cfg(test)]
 pub(crate) use batch::COPY_PAYLOAD_UP_TO;
 pub(crate) use batch::{ControlCrc, Summed};
-pub(crate) use deframer::{payload_due, push_spans_one_by_one};
+pub(crate) use deframer::{payload_due, push_spans_one_by_one, replay_read};
 pub use deframer::{receive, Deframer, FramingEvent, Next};
 pub use framer::{Framer, TxError};
 pub(crate) use layout::walk_spans;
