@@ -18,10 +18,13 @@
 //! they made it slower (3.7 µs per 64 KiB FPDU, and 3.3 with the stores
 //! left out), so it only folds.
 
-use super::MARKER_LEN;
+use super::{MarkerInterval, MARKER_LEN};
 
 /// Octets of a marker period: a marker and the payload run after it.
-pub(crate) const PERIOD: usize = 512;
+/// MPA's interval (and IFT's usual one); the loop's 16 blocks of 32
+/// octets per period depend on it.
+pub(crate) const PERIOD: usize = MarkerInterval::DEFAULT.get() as usize;
+const _: () = assert!(PERIOD == 512);
 /// Payload octets in a marker period.
 pub(crate) const RUN: usize = PERIOD - MARKER_LEN;
 
