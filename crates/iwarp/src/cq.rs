@@ -6,17 +6,34 @@
 //! completion, or consume it as an async stream.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
+use arrayvec::ArrayVec;
 use futures_util::stream::{self, Stream};
-use tokio::sync::Notify;
+use parking_lot::Mutex;
 
 pub use iwarp_proto::rdmap::{Completion, CompletionOpcode, CompletionStatus};
 
+/// Wakers taken out of the queue's lock at a time, to wake once it is
+/// released.
+const WAKE_BATCH: usize = 8;
+
+/// The completions and the tasks waiting for one, under one lock: a push
+/// takes the lock once, and wakes nobody when nobody waits (the usual case
+/// for a send queue that is polled). `tokio::sync::Notify` cost a second
+/// lock per push, taken even with no waiter, and a list node per wait.
+#[derive(Debug, Default)]
+struct CqState {
+    queue: VecDeque<Completion>,
+    /// The tasks whose wait found the queue empty, one entry per task.
+    waiters: Vec<Waker>,
+}
+
 #[derive(Debug, Default)]
 struct CqInner {
-    queue: Mutex<VecDeque<Completion>>,
-    ready: Notify,
+    state: Mutex<CqState>,
 }
 
 /// A completion queue. Cloning gives another handle to the same queue.
@@ -30,35 +47,30 @@ impl CompletionQueue {
     pub fn new(capacity: usize) -> Self {
         Self {
             inner: Arc::new(CqInner {
-                queue: Mutex::new(VecDeque::with_capacity(capacity)),
-                ready: Notify::new(),
+                state: Mutex::new(CqState {
+                    queue: VecDeque::with_capacity(capacity),
+                    waiters: Vec::new(),
+                }),
             }),
         }
     }
 
-    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Completion>> {
-        self.inner
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The oldest completion, if any, without waiting.
     pub fn poll(&self) -> Option<Completion> {
-        self.queue().pop_front()
+        self.inner.state.lock().queue.pop_front()
     }
 
     /// Moves up to `max` completions into `out`; returns how many.
     pub fn poll_many(&self, out: &mut Vec<Completion>, max: usize) -> usize {
-        let mut q = self.queue();
-        let n = q.len().min(max);
-        out.extend(q.drain(..n));
+        let mut s = self.inner.state.lock();
+        let n = s.queue.len().min(max);
+        out.extend(s.queue.drain(..n));
         n
     }
 
     /// Completions waiting.
     pub fn len(&self) -> usize {
-        self.queue().len()
+        self.inner.state.lock().queue.len()
     }
 
     /// Whether no completion is waiting.
@@ -68,15 +80,22 @@ impl CompletionQueue {
 
     /// Waits for the next completion.
     pub async fn next(&self) -> Completion {
-        loop {
-            // Register interest before looking, so that a push between
-            // the look and the wait is not missed.
-            let notified = self.inner.ready.notified();
-            if let Some(c) = self.poll() {
-                return c;
-            }
-            notified.await;
+        poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// The oldest completion, or `Pending` with the task registered to be
+    /// woken by the next push. Looking and registering happen under the
+    /// lock a push takes, so no completion can slip between them.
+    fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Completion> {
+        let mut s = self.inner.state.lock();
+        if let Some(c) = s.queue.pop_front() {
+            return Poll::Ready(c);
         }
+        let waker = cx.waker();
+        if !s.waiters.iter().any(|w| w.will_wake(waker)) {
+            s.waiters.push(waker.clone());
+        }
+        Poll::Pending
     }
 
     /// The completions as an async stream that never ends.
@@ -87,12 +106,28 @@ impl CompletionQueue {
         })
     }
 
-    /// Adds completions and wakes a waiter.
+    /// Adds a completion and wakes every task waiting for one (one gets
+    /// it; the others, finding the queue empty, wait again).
     pub(crate) fn push(&self, c: Completion) {
-        self.queue().push_back(c);
-        // Waiters create their `Notified` before looking at the queue, so
-        // waking the ones that exist now cannot lose a completion.
-        self.inner.ready.notify_waiters();
+        let mut s = self.inner.state.lock();
+        s.queue.push_back(c);
+        // Wake outside the lock (a wake may unpark another thread), and only
+        // those waiting now: one that wakes, finds nothing and waits again
+        // is woken by the next push, not by this one.
+        match s.waiters.len() {
+            0 => {}
+            // The usual case, one waiter: the list keeps its allocation.
+            1..=WAKE_BATCH => {
+                let woken: ArrayVec<Waker, WAKE_BATCH> = s.waiters.drain(..).collect();
+                drop(s);
+                woken.into_iter().for_each(Waker::wake);
+            }
+            _ => {
+                let woken = std::mem::take(&mut s.waiters);
+                drop(s);
+                woken.into_iter().for_each(Waker::wake);
+            }
+        }
     }
 }
 
@@ -139,5 +174,43 @@ pub(crate) mod tests {
         cq.push(completion(6));
         assert_eq!(cq.poll_many(&mut out, 10), 1);
         assert_eq!(out[0].wr_id, 6);
+    }
+
+    /// Every waiting task gets a completion, more tasks than one wake takes
+    /// out of the lock at once, and a wait given up loses nothing.
+    #[tokio::test]
+    async fn many_waiters_each_get_one_and_a_cancelled_wait_loses_nothing() {
+        let cq = CompletionQueue::new(4);
+        let tasks = 3 * WAKE_BATCH;
+        let waiters: Vec<_> = (0..tasks)
+            .map(|_| {
+                let cq = cq.clone();
+                tokio::spawn(async move { cq.next().await.wr_id })
+            })
+            .collect();
+        // A wait that registers, then is dropped.
+        {
+            let mut abandoned = Box::pin(cq.next());
+            let waker = futures_util::task::noop_waker();
+            let mut cx = Context::from_waker(&waker);
+            assert!(std::future::Future::poll(abandoned.as_mut(), &mut cx).is_pending());
+        }
+        // One thread: every task has run to its wait when this one is back.
+        tokio::task::yield_now().await;
+        assert_eq!(cq.inner.state.lock().waiters.len(), tasks + 1);
+        for id in 0..tasks as u64 {
+            cq.push(completion(id));
+        }
+        let mut got: Vec<u64> = Vec::new();
+        for w in waiters {
+            let id = tokio::time::timeout(std::time::Duration::from_secs(10), w).await;
+            got.push(id.expect("a waiter was never woken").unwrap());
+        }
+        got.sort_unstable();
+        assert_eq!(got, (0..tasks as u64).collect::<Vec<_>>());
+        assert!(cq.is_empty());
+        // The abandoned wait's registration does not swallow a completion.
+        cq.push(completion(99));
+        assert_eq!(cq.poll().map(|c| c.wr_id), Some(99));
     }
 }
