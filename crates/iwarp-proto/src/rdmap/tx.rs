@@ -78,6 +78,22 @@ impl QueuePair {
         t
     }
 
+    /// Whether [`QueuePair::poll_transmit`] may have work now: when false,
+    /// it would return `None` and change nothing, so a runtime polling
+    /// after each input and each write can skip it. Conservative: true
+    /// while closing (the drained queues are noticed there) and while a
+    /// Read Request waits for a free ORD slot.
+    pub fn may_transmit(&self) -> bool {
+        self.terminate_out.is_some()
+            || match self.state {
+                QpState::ReadyToSend => {
+                    self.tx.is_some() || !self.sq_pending.is_empty() || !self.irq.is_empty()
+                }
+                QpState::Closing => true,
+                _ => false,
+            }
+    }
+
     fn terminate_transmit(&mut self, term: &TerminateMessage) -> Transmit {
         let (payload, n) = term.to_bytes();
         let msn = self.tx_msn[QN_TERMINATE as usize];
