@@ -89,6 +89,10 @@ pub(crate) struct RxPath {
     pub(crate) octets: u64,
     /// Payload octets placed by direct reads.
     pub(crate) direct_octets: u64,
+    /// Something came in since the connection last saw the staged octets.
+    /// When nothing did, feeding them again would change nothing: the
+    /// deframer keeps no octets waiting on anything but more octets.
+    unfed: bool,
 }
 
 impl RxPath {
@@ -112,12 +116,17 @@ impl RxPath {
             verified,
             octets: 0,
             direct_octets: 0,
+            unfed: true,
         }
     }
 
     /// Passes the staged octets to the connection. What a verifying
     /// receiver leaves (an incomplete FPDU) stays staged.
     pub(crate) fn feed(&mut self, conn: &mut Connection, now: Instant) {
+        if !self.unfed {
+            return;
+        }
+        self.unfed = false;
         // Called even with nothing staged: an IFT frame without a payload
         // CRC is complete with its last payload octet, which a direct read
         // may have placed; only the framing layer's next call reports it.
@@ -188,6 +197,7 @@ impl RxPath {
             Ok(Received { len: n, drained }) => {
                 self.octets += n as u64;
                 self.end += n;
+                self.unfed = true;
                 if self.end == self.staging.len() && self.staging.len() < self.max_len {
                     let len = (2 * self.staging.len()).min(self.max_len);
                     self.staging.resize(len, 0);
@@ -243,7 +253,10 @@ impl RxPath {
         match conn.read_direct(now, max, tail, read) {
             // Nothing read: the queue pair refused the placement (its
             // target was invalidated under it) and stopped receiving.
-            Ok(None) => ReadStep::More,
+            Ok(None) => {
+                self.unfed = true;
+                ReadStep::More
+            }
             Ok(Some(r)) if r.octets == 0 => {
                 conn.handle_eof();
                 ReadStep::Done
@@ -253,6 +266,7 @@ impl RxPath {
                 self.end = r.tail;
                 self.octets += r.octets as u64;
                 self.direct_octets += r.placed as u64;
+                self.unfed = true;
                 ReadStep::after_octets(drained)
             }
             Err(e) => read_error(conn, &e),
