@@ -39,14 +39,14 @@ pub struct Crc32c {
 }
 
 /// The running state, in the form of the implementation chosen.
-// `crc-fast`'s digest carries its parameters (some 200 octets); it was
-// held inline before there was a choice, and boxing it would allocate for
-// every FPDU.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 enum State {
-    /// `crc-fast`'s digest.
-    Fast(Digest),
+    /// `crc-fast`'s running state. Its `Digest` also carries the CRC's
+    /// parameters, some 200 octets: held here, they made every `Crc32c`
+    /// that was created or moved a 200-octet copy (one per FPDU each way,
+    /// whichever implementation ran), so the digest is rebuilt from the
+    /// state, from constants, for each update instead.
+    Fast(u64),
     /// The `crc32c` crate's: the CRC value of the octets so far.
     Sse42(u32),
 }
@@ -84,7 +84,7 @@ impl Crc32c {
 
     fn with_crc_fast() -> Self {
         Self {
-            state: State::Fast(Digest::new(CrcAlgorithm::Crc32Iscsi)),
+            state: State::Fast(Digest::new(CrcAlgorithm::Crc32Iscsi).get_state()),
         }
     }
 
@@ -107,7 +107,11 @@ impl Crc32c {
     #[inline]
     pub fn update(&mut self, bytes: &[u8]) {
         match &mut self.state {
-            State::Fast(digest) => digest.update(bytes),
+            State::Fast(state) => {
+                let mut digest = Digest::new_with_init_state(CrcAlgorithm::Crc32Iscsi, *state);
+                digest.update(bytes);
+                *state = digest.get_state();
+            }
             State::Sse42(value) => *value = sse42_append(*value, bytes),
         }
     }
@@ -117,7 +121,9 @@ impl Crc32c {
     pub fn value(&self) -> u32 {
         match &self.state {
             // CRC-32C fits 32 bits; the crate returns every width as u64.
-            State::Fast(digest) => digest.finalize() as u32,
+            State::Fast(state) => {
+                Digest::new_with_init_state(CrcAlgorithm::Crc32Iscsi, *state).finalize() as u32
+            }
             State::Sse42(value) => *value,
         }
     }
