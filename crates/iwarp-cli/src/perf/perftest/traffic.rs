@@ -253,18 +253,20 @@ pub async fn bw_client(d: &Data, p: &Params, size: u64) -> Result<BwFigures> {
         if !running {
             break;
         }
+        // perftest: swindow = scnt + post_list - credit, as a uint32_t.
+        let credit_open = |i: usize, sent: u64| {
+            (sent as u32)
+                .wrapping_add(1)
+                .wrapping_sub(d.credit(i, sent))
+                < p.rx_depth
+        };
         for i in 0..q {
             while (window.is_some() || scnt[i] < n) && scnt[i] - ccnt[i] < depth {
                 if window.is_some_and(|w| w.over()) {
                     break;
                 }
-                if credits {
-                    // perftest: swindow = scnt + post_list - credit, as a uint32_t.
-                    let credit = d.credit(i, scnt[i]);
-                    let window = (scnt[i] as u32).wrapping_add(1).wrapping_sub(credit);
-                    if window >= p.rx_depth {
-                        break;
-                    }
+                if credits && !credit_open(i, scnt[i]) {
+                    break;
                 }
                 if window.is_none() && !p.no_peak {
                     samples.posted.push(ns(origin, Instant::now()));
@@ -309,14 +311,17 @@ pub async fn bw_client(d: &Data, p: &Params, size: u64) -> Result<BwFigures> {
                 }
             }
         } else if credits && (window.is_some() || done < total) {
-            // Everything sent has completed; only a credit can let more go.
-            let seen: Vec<u32> = (0..q).map(|i| d.credit(i, scnt[i])).collect();
+            // Everything sent has completed; only a credit can let more go. Wait until one
+            // has: credits that came while the completions were awaited count, so this
+            // looks at the window itself, not for a credit newer than one read here (the
+            // receiver, holding every Send, then writes no more and both ends waited).
             poll_until(
                 &d.qps[0],
                 "waiting for the receiver's credit on data connection 0",
                 || {
-                    let moved = (0..q).any(|i| d.credit(i, scnt[i]) != seen[i]);
-                    Ok((moved || window.is_some_and(|w| w.over())).then_some(()))
+                    let open = (0..q)
+                        .any(|i| (window.is_some() || scnt[i] < n) && credit_open(i, scnt[i]));
+                    Ok((open || window.is_some_and(|w| w.over())).then_some(()))
                 },
             )
             .await?;
