@@ -40,14 +40,21 @@ fn bench_crc(c: &mut Criterion) {
 
 fn bench_transmit(c: &mut Criterion) {
     let mut group = c.benchmark_group("fpdu_transmit");
-    for markers in [false, true] {
+    for (kind, markers, crc) in [
+        ("no_markers", false, true),
+        ("markers", true, true),
+        ("no_crc", false, false),
+    ] {
         for (size, name) in SIZES {
             let header = [0x41u8; 18];
             let payload = vec![0x5au8; size - 18.min(size)];
-            let mut tx = FpduTransmitter::new(params(markers));
+            let mut tx = FpduTransmitter::new(FramingParams {
+                crc,
+                ..params(markers)
+            });
             let mut batch = WireBatch::new();
             group.throughput(Throughput::Bytes(size as u64));
-            let id = BenchmarkId::new(if markers { "markers" } else { "no_markers" }, name);
+            let id = BenchmarkId::new(kind, name);
             group.bench_function(id, |b| {
                 b.iter(|| {
                     batch.clear();
