@@ -141,11 +141,11 @@ impl Framer for FpduTransmitter {
         if ulpdu_len > MAX_ULPDU_LEN {
             return Err(TxError::UlpduTooLong { len: ulpdu_len });
         }
-        // With markers, or when the batch copies every payload slice, the
-        // whole FPDU is one run of the batch's own octets: its CRC is then
-        // one call at the end instead of one per piece.
-        let crc_at_end = self.markers || payload.iter().all(|s| WireBatch::copies(s));
-        if crc_at_end && !self.markers {
+        // When the batch copies every payload slice, the whole FPDU is one
+        // run of the batch's own octets: its CRC is then one call at the
+        // end instead of one per piece. With markers it is copied too, by
+        // the walk below, which puts them in.
+        if !self.markers && payload.iter().all(|s| WireBatch::copies(s)) {
             self.frame_copied(header, payload, ulpdu_len, batch);
             return Ok(());
         }
@@ -155,7 +155,7 @@ impl Framer for FpduTransmitter {
             offset: self.offset,
             markers: self.markers,
             crc_on: self.crc,
-            crc_at_end,
+            sum_pieces: self.crc && !self.markers,
             crc: Crc32c::new(),
             control_crc: ControlCrc::starting_at(fpdu_start),
             header_offset: 0,
@@ -179,12 +179,14 @@ impl Framer for FpduTransmitter {
         // A marker right after the pad precedes the CRC field and is
         // covered by it (draft-ietf-rddp-mpa-01 §5.2).
         w.marker_if_due();
-        let crc = match (self.crc, w.crc_at_end) {
-            (false, _) => [0; 4],
+        let crc = if !self.crc {
+            [0; CRC_LEN]
+        } else if w.markers {
             // Copied: everything the CRC covers is one run of the batch,
             // summed partly as it was copied.
-            (true, true) => w.batch.finish_crc(w.control_crc).to_le_bytes(),
-            (true, false) => w.crc.to_wire(),
+            w.batch.finish_crc(w.control_crc).to_le_bytes()
+        } else {
+            w.crc.to_wire()
         };
         w.trailer(crc);
         self.offset = w.offset;
@@ -223,9 +225,11 @@ struct Writer<'b> {
     markers: bool,
     /// Whether the CRC field carries a CRC.
     crc_on: bool,
-    /// The FPDU is copied whole into the batch: its CRC is computed over
-    /// the batch's octets (`control_crc`), not piece by piece (`crc`).
-    crc_at_end: bool,
+    /// The CRC is summed piece by piece (`crc`): CRC on, no markers. With
+    /// markers the FPDU is copied whole into the batch and its CRC summed
+    /// over the batch's octets (`control_crc`); with the CRC off nothing is
+    /// summed.
+    sum_pieces: bool,
     crc: Crc32c,
     control_crc: ControlCrc,
     header_offset: u64,
@@ -266,7 +270,7 @@ impl Writer<'_> {
 
     /// Octets the batch owns and the CRC covers.
     fn covered(&mut self, bytes: &[u8]) {
-        if !self.crc_at_end {
+        if self.sum_pieces {
             self.crc.update(bytes);
         }
         self.batch.push_control(bytes);
@@ -287,7 +291,7 @@ impl Writer<'_> {
                 self.batch.push_marked(INTERVAL, self.offset, slice, marker)
             };
         } else {
-            if !self.crc_at_end {
+            if self.sum_pieces {
                 self.crc.update(slice);
             }
             self.batch.push_payload(index, slice);
