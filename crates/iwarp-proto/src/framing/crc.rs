@@ -51,6 +51,16 @@ enum State {
     Sse42(u32),
 }
 
+/// CRC32c in `crc-fast`'s catalogue.
+const CRC_FAST_ALGORITHM: CrcAlgorithm = CrcAlgorithm::Crc32Iscsi;
+
+/// `crc-fast`'s digest at running state `state` (its parameters are
+/// constants, filled in here rather than carried in every [`Crc32c`]).
+#[inline]
+fn fast_digest(state: u64) -> Digest {
+    Digest::new_with_init_state(CRC_FAST_ALGORITHM, state)
+}
+
 /// Whether `crc-fast` is the faster here (see the module documentation).
 #[inline]
 fn crc_fast_is_faster() -> bool {
@@ -84,7 +94,7 @@ impl Crc32c {
 
     fn with_crc_fast() -> Self {
         Self {
-            state: State::Fast(Digest::new(CrcAlgorithm::Crc32Iscsi).get_state()),
+            state: State::Fast(Digest::new(CRC_FAST_ALGORITHM).get_state()),
         }
     }
 
@@ -108,7 +118,7 @@ impl Crc32c {
     pub fn update(&mut self, bytes: &[u8]) {
         match &mut self.state {
             State::Fast(state) => {
-                let mut digest = Digest::new_with_init_state(CrcAlgorithm::Crc32Iscsi, *state);
+                let mut digest = fast_digest(*state);
                 digest.update(bytes);
                 *state = digest.get_state();
             }
@@ -121,9 +131,7 @@ impl Crc32c {
     pub fn value(&self) -> u32 {
         match &self.state {
             // CRC-32C fits 32 bits; the crate returns every width as u64.
-            State::Fast(state) => {
-                Digest::new_with_init_state(CrcAlgorithm::Crc32Iscsi, *state).finalize() as u32
-            }
+            State::Fast(state) => fast_digest(*state).finalize() as u32,
             State::Sse42(value) => *value,
         }
     }
@@ -152,7 +160,7 @@ pub const fn from_wire(octets: [u8; 4]) -> u32 {
 //# Segment.
 pub fn crc32c(bytes: &[u8]) -> u32 {
     if crc_fast_is_faster() {
-        crc_fast::checksum(CrcAlgorithm::Crc32Iscsi, bytes) as u32
+        crc_fast::checksum(CRC_FAST_ALGORITHM, bytes) as u32
     } else {
         sse42_append(0, bytes)
     }
