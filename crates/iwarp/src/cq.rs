@@ -26,38 +26,31 @@ struct CqState {
     waiters: Vec<Waker>,
 }
 
-#[derive(Debug, Default)]
-struct CqInner {
-    state: Mutex<CqState>,
-}
-
 /// A completion queue. Cloning gives another handle to the same queue.
 #[derive(Debug, Clone, Default)]
 pub struct CompletionQueue {
-    inner: Arc<CqInner>,
+    state: Arc<Mutex<CqState>>,
 }
 
 impl CompletionQueue {
     /// An empty queue with room for `capacity` completions before it grows.
     pub fn new(capacity: usize) -> Self {
         Self {
-            inner: Arc::new(CqInner {
-                state: Mutex::new(CqState {
-                    queue: VecDeque::with_capacity(capacity),
-                    waiters: Vec::new(),
-                }),
-            }),
+            state: Arc::new(Mutex::new(CqState {
+                queue: VecDeque::with_capacity(capacity),
+                waiters: Vec::new(),
+            })),
         }
     }
 
     /// The oldest completion, if any, without waiting.
     pub fn poll(&self) -> Option<Completion> {
-        self.inner.state.lock().queue.pop_front()
+        self.state.lock().queue.pop_front()
     }
 
     /// Moves up to `max` completions into `out`; returns how many.
     pub fn poll_many(&self, out: &mut Vec<Completion>, max: usize) -> usize {
-        let mut s = self.inner.state.lock();
+        let mut s = self.state.lock();
         let n = s.queue.len().min(max);
         out.extend(s.queue.drain(..n));
         n
@@ -65,7 +58,7 @@ impl CompletionQueue {
 
     /// Completions waiting.
     pub fn len(&self) -> usize {
-        self.inner.state.lock().queue.len()
+        self.state.lock().queue.len()
     }
 
     /// Whether no completion is waiting.
@@ -82,7 +75,7 @@ impl CompletionQueue {
     /// woken by the next push. Looking and registering happen under the
     /// lock a push takes, so no completion can slip between them.
     fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Completion> {
-        let mut s = self.inner.state.lock();
+        let mut s = self.state.lock();
         if let Some(c) = s.queue.pop_front() {
             return Poll::Ready(c);
         }
@@ -104,7 +97,7 @@ impl CompletionQueue {
     /// Adds a completion and wakes every task waiting for one (one gets
     /// it; the others, finding the queue empty, wait again).
     pub(crate) fn push(&self, c: Completion) {
-        let mut s = self.inner.state.lock();
+        let mut s = self.state.lock();
         s.queue.push_back(c);
         // Wake outside the lock (a wake may unpark another thread), and only
         // those waiting now: one that wakes, finds nothing and waits again
@@ -192,7 +185,7 @@ pub(crate) mod tests {
         }
         // One thread: every task has run to its wait when this one is back.
         tokio::task::yield_now().await;
-        assert_eq!(cq.inner.state.lock().waiters.len(), tasks + 1);
+        assert_eq!(cq.state.lock().waiters.len(), tasks + 1);
         for id in 0..tasks as u64 {
             cq.push(completion(id));
         }
