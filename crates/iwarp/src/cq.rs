@@ -6,7 +6,8 @@
 //! completion, or consume it as an async stream.
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -22,8 +23,20 @@ pub use iwarp_proto::rdmap::{Completion, CompletionOpcode, CompletionStatus};
 #[derive(Debug, Default)]
 struct CqState {
     queue: VecDeque<Completion>,
-    /// The tasks whose wait found the queue empty, one entry per task.
-    waiters: Vec<Waker>,
+    /// The waits that found the queue empty, one entry each (a task with
+    /// two waits at once has two), by the id their future keeps.
+    waiters: Vec<(u64, Waker)>,
+    /// The id of the next entry.
+    next_waiter: u64,
+}
+
+impl CqState {
+    /// Takes entry `id` off the list, if a push has not taken it already.
+    fn forget(&mut self, id: u64) {
+        if let Some(i) = self.waiters.iter().position(|(i, _)| *i == id) {
+            self.waiters.swap_remove(i);
+        }
+    }
 }
 
 /// A completion queue. Cloning gives another handle to the same queue.
@@ -39,6 +52,7 @@ impl CompletionQueue {
             state: Arc::new(Mutex::new(CqState {
                 queue: VecDeque::with_capacity(capacity),
                 waiters: Vec::new(),
+                next_waiter: 0,
             })),
         }
     }
@@ -66,22 +80,42 @@ impl CompletionQueue {
         self.len() == 0
     }
 
-    /// Waits for the next completion.
-    pub async fn next(&self) -> Completion {
-        poll_fn(|cx| self.poll_next(cx)).await
+    /// Waits for the next completion. A wait given up (its future dropped,
+    /// by a timeout say) takes its task off the queue's list at once.
+    pub fn next(&self) -> impl Future<Output = Completion> + Send + '_ {
+        Next {
+            cq: self,
+            registered: None,
+        }
     }
 
-    /// The oldest completion, or `Pending` with the task registered to be
+    /// The oldest completion, or `Pending` with the wait registered to be
     /// woken by the next push. Looking and registering happen under the
     /// lock a push takes, so no completion can slip between them.
-    fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Completion> {
+    /// `registered` is this wait's entry on the list, if it left one.
+    fn poll_next(&self, cx: &mut Context<'_>, registered: &mut Option<u64>) -> Poll<Completion> {
         let mut s = self.state.lock();
         if let Some(c) = s.queue.pop_front() {
+            // An entry is left only while the queue is empty, and the push
+            // that ends that takes every entry: this wait's is gone.
+            *registered = None;
             return Poll::Ready(c);
         }
         let waker = cx.waker();
-        if !s.waiters.iter().any(|w| w.will_wake(waker)) {
-            s.waiters.push(waker.clone());
+        match registered.and_then(|id| s.waiters.iter_mut().find(|(i, _)| *i == id)) {
+            Some((_, w)) => {
+                if !w.will_wake(waker) {
+                    // Polled by another task now.
+                    w.clone_from(waker);
+                }
+            }
+            // New, or taken by a push since.
+            None => {
+                let id = s.next_waiter;
+                s.next_waiter += 1;
+                s.waiters.push((id, waker.clone()));
+                *registered = Some(id);
+            }
         }
         Poll::Pending
     }
@@ -106,15 +140,42 @@ impl CompletionQueue {
             0 => {}
             // The usual case: the list keeps its allocation.
             1 => {
-                let waker = s.waiters.pop();
+                let waiter = s.waiters.pop();
                 drop(s);
-                waker.into_iter().for_each(Waker::wake);
+                waiter.into_iter().for_each(|(_, w)| w.wake());
             }
             _ => {
                 let woken = std::mem::take(&mut s.waiters);
                 drop(s);
-                woken.into_iter().for_each(Waker::wake);
+                woken.into_iter().for_each(|(_, w)| w.wake());
             }
+        }
+    }
+}
+
+/// The wait of [`CompletionQueue::next`].
+struct Next<'a> {
+    cq: &'a CompletionQueue,
+    /// The entry this wait left on the queue's list, if it did.
+    registered: Option<u64>,
+}
+
+impl Future for Next<'_> {
+    type Output = Completion;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Completion> {
+        let this = &mut *self;
+        this.cq.poll_next(cx, &mut this.registered)
+    }
+}
+
+impl Drop for Next<'_> {
+    /// A wait given up leaves nothing behind: before, its waker stayed on
+    /// the list until the next push woke the task for nothing, and kept
+    /// the task's allocation alive until then.
+    fn drop(&mut self) {
+        if let Some(id) = self.registered.take() {
+            self.cq.state.lock().forget(id);
         }
     }
 }
@@ -185,7 +246,8 @@ pub(crate) mod tests {
         }
         // One thread: every task has run to its wait when this one is back.
         tokio::task::yield_now().await;
-        assert_eq!(cq.state.lock().waiters.len(), tasks + 1);
+        // The abandoned wait took its entry with it.
+        assert_eq!(cq.state.lock().waiters.len(), tasks);
         for id in 0..tasks as u64 {
             cq.push(completion(id));
         }
@@ -200,5 +262,99 @@ pub(crate) mod tests {
         // The abandoned wait's registration does not swallow a completion.
         cq.push(completion(99));
         assert_eq!(cq.poll().map(|c| c.wr_id), Some(99));
+    }
+
+    /// Counts the wakes of a task that is never run.
+    #[derive(Default)]
+    struct CountWakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for CountWakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// A wait given up before any push is not woken by the next one, and
+    /// leaves nothing on the list; a wait polled again keeps one entry.
+    #[test]
+    fn a_dropped_wait_is_not_woken_and_leaves_no_entry() {
+        let cq = CompletionQueue::new(4);
+        let count = Arc::new(CountWakes::default());
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        {
+            let mut wait = Box::pin(cq.next());
+            assert!(wait.as_mut().poll(&mut cx).is_pending());
+            assert!(wait.as_mut().poll(&mut cx).is_pending());
+            assert_eq!(cq.state.lock().waiters.len(), 1);
+        }
+        assert!(cq.state.lock().waiters.is_empty());
+        cq.push(completion(1));
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 0);
+        // A wait that gets its completion leaves no entry either, whether
+        // the push took the entry or the completion was there already.
+        let mut wait = Box::pin(cq.next());
+        assert_eq!(wait.as_mut().poll(&mut cx).map(|c| c.wr_id), Poll::Ready(1));
+        let mut wait = Box::pin(cq.next());
+        assert!(wait.as_mut().poll(&mut cx).is_pending());
+        cq.push(completion(2));
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(wait.as_mut().poll(&mut cx).map(|c| c.wr_id), Poll::Ready(2));
+        assert!(cq.state.lock().waiters.is_empty());
+    }
+
+    /// Two waits of one task on one queue: the first to finish does not
+    /// take the other's registration with it.
+    #[test]
+    fn two_waits_of_one_task_each_keep_their_entry() {
+        let cq = CompletionQueue::new(4);
+        let count = Arc::new(CountWakes::default());
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut first = Box::pin(cq.next());
+        let mut second = Box::pin(cq.next());
+        assert!(first.as_mut().poll(&mut cx).is_pending());
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(cq.state.lock().waiters.len(), 2);
+        cq.push(completion(1));
+        assert_eq!(
+            first.as_mut().poll(&mut cx).map(|c| c.wr_id),
+            Poll::Ready(1)
+        );
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        let woken = count.0.load(std::sync::atomic::Ordering::Relaxed);
+        cq.push(completion(2));
+        assert!(
+            count.0.load(std::sync::atomic::Ordering::Relaxed) > woken,
+            "the second wait was not woken"
+        );
+        assert_eq!(
+            second.as_mut().poll(&mut cx).map(|c| c.wr_id),
+            Poll::Ready(2)
+        );
+    }
+
+    /// A wait polled by a second task wakes that one, not the first.
+    #[test]
+    fn a_wait_moved_to_another_task_wakes_the_new_one() {
+        let cq = CompletionQueue::new(4);
+        let (before, after) = (
+            Arc::new(CountWakes::default()),
+            Arc::new(CountWakes::default()),
+        );
+        let (w1, w2) = (Waker::from(before.clone()), Waker::from(after.clone()));
+        let mut wait = Box::pin(cq.next());
+        assert!(wait
+            .as_mut()
+            .poll(&mut Context::from_waker(&w1))
+            .is_pending());
+        assert!(wait
+            .as_mut()
+            .poll(&mut Context::from_waker(&w2))
+            .is_pending());
+        assert_eq!(cq.state.lock().waiters.len(), 1);
+        cq.push(completion(1));
+        let load = |c: &CountWakes| c.0.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!((load(&before), load(&after)), (0, 1));
     }
 }
