@@ -3,9 +3,12 @@
 
 Runs each scenario several times and prints the median iWARP figure, the
 median TCP figure and the median of the per-run ratios (each run measures
-iWARP and then TCP in one process, so a ratio compares two figures taken
+both transports in one process, so a ratio compares two figures taken
 moments apart; single runs vary widely on a busy machine, the medians much
-less). Run from the repository root after `cargo build --release -p iwarp-cli`:
+less). Runs alternate which transport goes first. "best/best" is the best
+iWARP run against the best TCP run: the machine's slowdowns only subtract,
+so it is the steadier view of what each costs when both had the machine at
+its best. Run from the repository root after `cargo build --release -p iwarp-cli`:
 
     python3 scripts/targets.py [repeats] [--only WORD]...
 
@@ -73,8 +76,14 @@ CPU_SCENARIO = ("CPU per octet, RDMA Write 64 KiB (iwarp/tcp)", ["write", "bw", 
 MEMORY_SCENARIO = ("heap per idle connection, both ends", 64 * 1024)
 
 
-def run(args):
-    out = subprocess.run([BIN, "perf", *args, "--baseline", "tcp", "--json"],
+def run(args, tcp_first=False):
+    """One `--baseline` run: (iWARP figure, TCP figure, iWARP/TCP CPU per octet).
+
+    With `tcp_first`, TCP is measured first (`--transport tcp --baseline iwarp`):
+    alternating the order cancels whatever the second place gains or loses (a
+    warmer machine, a fuller heap)."""
+    order = ["--transport", "tcp", "--baseline", "iwarp"] if tcp_first else ["--baseline", "tcp"]
+    out = subprocess.run([BIN, "perf", *args, *order, "--json"],
                          capture_output=True, text=True, timeout=600, check=True)
     doc = json.loads(out.stdout)
     figures = []
@@ -86,6 +95,9 @@ def run(args):
             figures.append(row["lat"]["t_typical_usec"])
     # The tool's own CPU time per octet of each measured phase, both ends (in-process).
     cpu = doc["comparison"]["rows"][0].get("cpu_ratio")
+    if tcp_first:
+        figures.reverse()
+        cpu = 1 / cpu if cpu else None
     return figures + [cpu]
 
 
@@ -114,8 +126,8 @@ def verdict(r, target, kind):
 
 def measure_row(name, args, kind, target, repeats):
     iw, tcp, ratios, cpus = [], [], [], []
-    for _ in range(repeats):
-        a, b, cpu = run(args)
+    for i in range(repeats):
+        a, b, cpu = run(args, tcp_first=i % 2 == 1)
         iw.append(a)
         tcp.append(b)
         ratios.append(a / b)
@@ -124,8 +136,12 @@ def measure_row(name, args, kind, target, repeats):
     unit = "MiB/s" if kind == "bw" else "us"
     r = statistics.median(ratios)
     cpu = f"  CPU/octet {statistics.median(cpus):5.3f}" if cpus else ""
+    # Best against best: slowdowns from the machine only ever subtract, so
+    # each transport's best run is the steadiest view of what it costs.
+    best = max(iw) / max(tcp) if kind == "bw" else min(iw) / min(tcp)
     print(f"{name:46} iwarp {statistics.median(iw):9.1f} {unit}  tcp {statistics.median(tcp):9.1f} {unit}"
-          f"  ratio {r:5.3f} {verdict(r, target, kind)}  {spread(ratios)}{cpu}", flush=True)
+          f"  ratio {r:5.3f} {verdict(r, target, kind)}  {spread(ratios)}  best/best {best:5.3f}{cpu}",
+          flush=True)
 
 
 def measure_cpu(repeats):
