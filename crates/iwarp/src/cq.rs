@@ -274,13 +274,23 @@ pub(crate) mod tests {
         }
     }
 
+    impl CountWakes {
+        /// A waker of a new counting task, and how to read its count.
+        fn task() -> (Waker, impl Fn() -> usize) {
+            let count = Arc::new(Self::default());
+            let waker = Waker::from(count.clone());
+            (waker, move || {
+                count.0.load(std::sync::atomic::Ordering::Relaxed)
+            })
+        }
+    }
+
     /// A wait given up before any push is not woken by the next one, and
     /// leaves nothing on the list; a wait polled again keeps one entry.
     #[test]
     fn a_dropped_wait_is_not_woken_and_leaves_no_entry() {
         let cq = CompletionQueue::new(4);
-        let count = Arc::new(CountWakes::default());
-        let waker = Waker::from(count.clone());
+        let (waker, wakes) = CountWakes::task();
         let mut cx = Context::from_waker(&waker);
         {
             let mut wait = Box::pin(cq.next());
@@ -290,7 +300,7 @@ pub(crate) mod tests {
         }
         assert!(cq.state.lock().waiters.is_empty());
         cq.push(completion(1));
-        assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(wakes(), 0);
         // A wait that gets its completion leaves no entry either, whether
         // the push took the entry or the completion was there already.
         let mut wait = Box::pin(cq.next());
@@ -298,7 +308,7 @@ pub(crate) mod tests {
         let mut wait = Box::pin(cq.next());
         assert!(wait.as_mut().poll(&mut cx).is_pending());
         cq.push(completion(2));
-        assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(wakes(), 1);
         assert_eq!(wait.as_mut().poll(&mut cx).map(|c| c.wr_id), Poll::Ready(2));
         assert!(cq.state.lock().waiters.is_empty());
     }
@@ -308,8 +318,7 @@ pub(crate) mod tests {
     #[test]
     fn two_waits_of_one_task_each_keep_their_entry() {
         let cq = CompletionQueue::new(4);
-        let count = Arc::new(CountWakes::default());
-        let waker = Waker::from(count.clone());
+        let (waker, wakes) = CountWakes::task();
         let mut cx = Context::from_waker(&waker);
         let mut first = Box::pin(cq.next());
         let mut second = Box::pin(cq.next());
@@ -322,12 +331,9 @@ pub(crate) mod tests {
             Poll::Ready(1)
         );
         assert!(second.as_mut().poll(&mut cx).is_pending());
-        let woken = count.0.load(std::sync::atomic::Ordering::Relaxed);
+        let woken = wakes();
         cq.push(completion(2));
-        assert!(
-            count.0.load(std::sync::atomic::Ordering::Relaxed) > woken,
-            "the second wait was not woken"
-        );
+        assert!(wakes() > woken, "the second wait was not woken");
         assert_eq!(
             second.as_mut().poll(&mut cx).map(|c| c.wr_id),
             Poll::Ready(2)
@@ -338,11 +344,7 @@ pub(crate) mod tests {
     #[test]
     fn a_wait_moved_to_another_task_wakes_the_new_one() {
         let cq = CompletionQueue::new(4);
-        let (before, after) = (
-            Arc::new(CountWakes::default()),
-            Arc::new(CountWakes::default()),
-        );
-        let (w1, w2) = (Waker::from(before.clone()), Waker::from(after.clone()));
+        let ((w1, before), (w2, after)) = (CountWakes::task(), CountWakes::task());
         let mut wait = Box::pin(cq.next());
         assert!(wait
             .as_mut()
@@ -354,7 +356,6 @@ pub(crate) mod tests {
             .is_pending());
         assert_eq!(cq.state.lock().waiters.len(), 1);
         cq.push(completion(1));
-        let load = |c: &CountWakes| c.0.load(std::sync::atomic::Ordering::Relaxed);
-        assert_eq!((load(&before), load(&after)), (0, 1));
+        assert_eq!((before(), after()), (0, 1));
     }
 }
