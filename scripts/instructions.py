@@ -54,11 +54,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--iters", type=int, default=10000, help="N (the runs make N and 2N)")
     p.add_argument("--bin", default=os.environ.get("IWARP_BIN", "target/release/iwarp"))
-    p.add_argument("perf", nargs=argparse.REMAINDER, help="iwarp perf arguments (no -n)")
+    p.add_argument("perf", nargs=argparse.REMAINDER, help="iwarp perf arguments (no -n, no -D)")
     a = p.parse_args()
     args = a.perf or ["send", "lat", "-s", "64"]
-    if "-n" in args or "--iters" in args:
-        sys.exit("leave -n out: the script sets it")
+    if any(a in args for a in ("-n", "--iters", "-D", "--duration")):
+        sys.exit("leave -n and -D out: the script sets the iteration count")
     per = 2 if "lat" in args else 1
     unit = "one-way message" if per == 2 else "operation"
     figures = {}

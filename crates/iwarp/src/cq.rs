@@ -81,7 +81,7 @@ impl CompletionQueue {
     }
 
     /// Waits for the next completion. A wait given up (its future dropped,
-    /// by a timeout say) takes its task off the queue's list at once.
+    /// by a timeout say) takes its entry off the queue's list at once.
     pub fn next(&self) -> impl Future<Output = Completion> + Send + '_ {
         Next {
             cq: self,
